@@ -1,0 +1,41 @@
+/* The C boundary between src/ (C11) and cuda/ (CUDA C).
+ *
+ * Every symbol exported by the .cu files in cuda/ is an extern "C" launcher declared here.
+ * A launcher only queues work: it returns the launch's cudaError_t, takes the
+ * stream last, and never synchronizes, prints or exits. */
+#ifndef FASTMOG_CUDA_LAUNCH_H
+#define FASTMOG_CUDA_LAUNCH_H
+
+#include <stddef.h>
+#include <cuda_runtime_api.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* A pitched 2-D image in device memory: rows are `pitch` bytes apart. */
+typedef struct fm_image {
+    void *data;
+    size_t pitch;     /* bytes between the starts of two rows */
+    int width;        /* pixels */
+    int height;       /* rows */
+    int channels;     /* values per pixel */
+    int elem_size;    /* bytes per value */
+} fm_image;
+
+/* Largest pixel a fill pattern may describe: 4 channels of 8-byte values. */
+#define FM_FILL_PATTERN_MAX 32
+
+typedef struct fm_fill_pattern {
+    unsigned char bytes[FM_FILL_PATTERN_MAX];  /* one pixel, as stored */
+} fm_fill_pattern;
+
+/* Writes `pattern` (channels * elem_size bytes) into every pixel of `dst`. */
+cudaError_t fm_launch_fill(fm_image dst, fm_fill_pattern pattern,
+                           cudaStream_t stream);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,101 @@
+"""Build of fastmog: the C extension in src/ plus CUDA objects from cuda/.
+
+build_ext compiles every cuda/*.cu with nvcc into an object file and links
+those objects, with the static CUDA runtime, into fastmog._fastmog.
+
+Environment:
+  CUDA_HOME / CUDA_PATH   toolkit root (else nvcc on PATH, else /usr/local/cuda)
+  FASTMOG_CUDA_ARCH       semicolon-separated SM numbers to build cubins for,
+                          e.g. "90" or "80;90"; PTX is embedded for the last.
+"""
+import os
+import shutil
+import subprocess
+import sys
+from glob import glob
+
+import numpy
+from setuptools import Extension, setup
+from setuptools.command.build_ext import build_ext
+
+# Data-centre and desktop GPUs that CUDA 13 supports (Turing onwards).
+DEFAULT_ARCHS = "75;80;86;89;90;100;120"
+
+
+def find_cuda_home():
+    for var in ("CUDA_HOME", "CUDA_PATH"):
+        root = os.environ.get(var)
+        if root and os.path.isfile(os.path.join(root, "bin", "nvcc")):
+            return root
+    nvcc = shutil.which("nvcc")
+    if nvcc:
+        return os.path.dirname(os.path.dirname(os.path.realpath(nvcc)))
+    if os.path.isfile("/usr/local/cuda/bin/nvcc"):
+        return "/usr/local/cuda"
+    sys.exit(
+        "error: fastmog needs the CUDA Toolkit to build, and nvcc was not found.\n"
+        "Install the toolkit (https://developer.nvidia.com/cuda-downloads) and set\n"
+        "CUDA_HOME to its root, or put nvcc on PATH."
+    )
+
+
+def gencode_flags(archs):
+    numbers = [a.strip() for a in archs.split(";") if a.strip()]
+    if not numbers or not all(a.isdigit() for a in numbers):
+        sys.exit(f"error: FASTMOG_CUDA_ARCH must look like '75;90', got {archs!r}")
+    flags = [f"-gencode=arch=compute_{a},code=sm_{a}" for a in numbers]
+    flags.append(f"-gencode=arch=compute_{numbers[-1]},code=compute_{numbers[-1]}")
+    return flags
+
+
+class BuildExtWithNvcc(build_ext):
+    """Compiles cuda/*.cu with nvcc, then builds the extension as usual."""
+
+    def build_extensions(self):
+        cuda_home = find_cuda_home()
+        nvcc = os.path.join(cuda_home, "bin", "nvcc")
+        include = os.path.join(cuda_home, "include")
+        lib_dirs = [d for d in (os.path.join(cuda_home, "lib64"),
+                                os.path.join(cuda_home, "lib")) if os.path.isdir(d)]
+        archs = os.environ.get("FASTMOG_CUDA_ARCH", DEFAULT_ARCHS)
+        for ext in self.extensions:
+            ext.include_dirs += [include]
+            ext.library_dirs += lib_dirs
+            ext.extra_objects += self.compile_cuda(nvcc, include, archs, ext.depends)
+        super().build_extensions()
+
+    def compile_cuda(self, nvcc, include, archs, depends):
+        objects = []
+        out_dir = os.path.join(self.build_temp, "cuda")
+        os.makedirs(out_dir, exist_ok=True)
+        for source in sorted(glob("cuda/*.cu")):
+            obj = os.path.join(out_dir, os.path.basename(source)[:-3] + ".o")
+            inputs = [source] + depends
+            stale = self.force or not os.path.exists(obj) or any(
+                os.path.getmtime(d) > os.path.getmtime(obj) for d in inputs)
+            if stale:
+                cmd = [nvcc, "-c", source, "-o", obj, "-O3", "-std=c++17",
+                       "--fmad=false",  # bit-exact with the host reference
+                       "-Xcompiler", "-fPIC,-fvisibility=hidden",
+                       "-I", include, "-I", "cuda"] + gencode_flags(archs)
+                print(" ".join(cmd), flush=True)
+                subprocess.run(cmd, check=True)
+            objects.append(obj)
+        return objects
+
+
+extension = Extension(
+    "fastmog._fastmog",
+    sources=sorted(glob("src/*.c")),
+    depends=sorted(glob("src/*.h") + glob("cuda/*.h") + glob("cuda/*.cuh")),
+    include_dirs=[numpy.get_include(), "src", "cuda"],
+    libraries=["cudart_static", "stdc++", "rt", "pthread", "dl"],
+    extra_compile_args=["-std=c11", "-O2", "-fvisibility=hidden", "-ffp-contract=off",
+                        "-Wall", "-Wextra", "-Wno-unused-parameter",
+                        "-Wno-missing-field-initializers", "-Wno-cast-function-type",
+                        "-Werror=implicit-function-declaration"],
+    # The static runtime's symbols stay private to the module.
+    extra_link_args=["-Wl,--exclude-libs,ALL"],
+)
+
+setup(ext_modules=[extension], cmdclass={"build_ext": BuildExtWithNvcc})

@@ -1,0 +1,305 @@
+/* Device memory: fastmog's stream-ordered pools and the DeviceBuffer that
+ * owns one allocation (or keeps a foreign one alive).
+ *
+ * Allocation is stream-ordered so that a release never synchronizes the
+ * device (cudaFree does): a buffer is freed with cudaFreeAsync on the last
+ * stream that used it, after fences for the streams used before. The pools
+ * reuse a block only once its free has completed ("opportunistic" reuse
+ * alone), and fastmog allocates on the per-thread default stream, where it
+ * never frees; so a new block is safe on every stream at once. */
+#include "fastmog.h"
+
+static int device_pool(fm_state *st, int device, cudaMemPool_t *out)
+{
+    if (st->device_pools[device] != NULL) {
+        *out = st->device_pools[device];
+        return 0;
+    }
+    int supported = 0;
+    FM_CUDA_CHECK(st, cudaDeviceGetAttribute(&supported, cudaDevAttrMemoryPoolsSupported, device),
+                  "checking device %d for stream-ordered allocation", device);
+    if (!supported)
+        return fm_cuda_fail(st, cudaErrorNotSupported,
+                            "creating a memory pool: device %d has no stream-ordered allocator",
+                            device);
+    struct cudaMemPoolProps props;
+    memset(&props, 0, sizeof props);
+    props.allocType = cudaMemAllocationTypePinned;
+    props.handleTypes = cudaMemHandleTypeNone;
+    props.location.type = cudaMemLocationTypeDevice;
+    props.location.id = device;
+    cudaMemPool_t pool;
+    FM_CUDA_CHECK(st, cudaMemPoolCreate(&pool, &props), "creating a memory pool on device %d", device);
+
+    uint64_t keep_everything = UINT64_MAX;  /* cache; empty_cache() trims */
+    int off = 0;
+    cudaError_t err = cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep_everything);
+    if (err == cudaSuccess)
+        err = cudaMemPoolSetAttribute(pool, cudaMemPoolReuseFollowEventDependencies, &off);
+    if (err == cudaSuccess)
+        err = cudaMemPoolSetAttribute(pool, cudaMemPoolReuseAllowInternalDependencies, &off);
+    if (err != cudaSuccess) {
+        (void)cudaMemPoolDestroy(pool);
+        return fm_cuda_fail(st, err, "configuring the memory pool of device %d", device);
+    }
+    st->device_pools[device] = pool;
+    *out = pool;
+    return 0;
+}
+
+void fm_device_pools_release(fm_state *st)
+{
+    /* The runtime keeps a pool alive until its last block is freed. */
+    for (int d = 0; d < FM_MAX_DEVICES; d++) {
+        if (st->device_pools[d] != NULL)
+            (void)cudaMemPoolDestroy(st->device_pools[d]);
+        st->device_pools[d] = NULL;
+    }
+}
+
+int fm_device_pools_trim(fm_state *st)
+{
+    for (int d = 0; d < FM_MAX_DEVICES; d++) {
+        if (st->device_pools[d] != NULL)
+            FM_CUDA_CHECK(st, cudaMemPoolTrimTo(st->device_pools[d], 0),
+                          "returning cached device memory of device %d", d);
+    }
+    return 0;
+}
+
+static fm_DeviceBuffer *buffer_alloc_object(fm_state *st, int device)
+{
+    fm_DeviceBuffer *self = PyObject_GC_New(fm_DeviceBuffer, st->DeviceBuffer_type);
+    if (self == NULL)
+        return NULL;
+    self->ptr = NULL;
+    self->size = 0;
+    self->device = device;
+    self->owner = NULL;
+    self->last_stream = NULL;
+    self->n_earlier = 0;
+    PyObject_GC_Track((PyObject *)self);
+    return self;
+}
+
+fm_DeviceBuffer *fm_device_buffer_alloc(fm_state *st, int device, size_t size,
+                                        const char *what)
+{
+    fm_device_guard guard;
+    cudaMemPool_t pool = NULL;
+    fm_DeviceBuffer *self = NULL;
+
+    if (fm_device_enter(st, device, &guard) < 0)
+        return NULL;
+    if (device_pool(st, device, &pool) < 0)
+        goto error;
+    self = buffer_alloc_object(st, device);
+    if (self == NULL)
+        goto error;
+    void *ptr = NULL;
+    cudaError_t err = cudaMallocFromPoolAsync(&ptr, size, pool, cudaStreamPerThread);
+    if (err == cudaErrorMemoryAllocation) {
+        /* Cached blocks of our own may be what is in the way. */
+        (void)cudaGetLastError();
+        (void)cudaMemPoolTrimTo(pool, 0);
+        err = cudaMallocFromPoolAsync(&ptr, size, pool, cudaStreamPerThread);
+    }
+    if (err != cudaSuccess) {
+        fm_cuda_error(st, err, "allocating %s (%zu bytes) on device %d", what, size, device);
+        goto error;
+    }
+    self->ptr = ptr;
+    self->size = size;
+    fm_device_exit(&guard);
+    return self;
+
+error:
+    fm_device_exit(&guard);
+    Py_XDECREF(self);
+    return NULL;
+}
+
+fm_DeviceBuffer *fm_device_buffer_wrap(fm_state *st, int device, void *ptr,
+                                       size_t size, PyObject *owner)
+{
+    fm_DeviceBuffer *self = buffer_alloc_object(st, device);
+    if (self == NULL)
+        return NULL;
+    self->ptr = ptr;
+    self->size = size;
+    self->owner = Py_XNewRef(owner);
+    return self;
+}
+
+static int remember_earlier_use(fm_state *st, fm_DeviceBuffer *buf, fm_Stream *previous)
+{
+    int slot = -1;
+    for (int i = 0; i < buf->n_earlier; i++)
+        if (buf->earlier_streams[i] == previous)
+            slot = i;
+    if (slot < 0 && buf->n_earlier == FM_EARLIER_STREAMS_MAX) {
+        /* Out of slots: fold the oldest fence into the previous stream. */
+        FM_CUDA_CHECK(st, cudaStreamWaitEvent(previous->handle, buf->earlier_fences[0], 0),
+                      "ordering the release of a device buffer");
+        fm_fence_release(st, buf->device, buf->earlier_fences[0]);
+        memmove(&buf->earlier_streams[0], &buf->earlier_streams[1],
+                (FM_EARLIER_STREAMS_MAX - 1) * sizeof buf->earlier_streams[0]);
+        memmove(&buf->earlier_fences[0], &buf->earlier_fences[1],
+                (FM_EARLIER_STREAMS_MAX - 1) * sizeof buf->earlier_fences[0]);
+        buf->n_earlier--;
+    }
+    if (slot < 0) {
+        if (fm_fence_acquire(st, buf->device, &buf->earlier_fences[buf->n_earlier]) < 0)
+            return -1;
+        slot = buf->n_earlier++;
+        buf->earlier_streams[slot] = previous;
+    }
+    FM_CUDA_CHECK(st, cudaEventRecord(buf->earlier_fences[slot], previous->handle),
+                  "recording the use of a device buffer");
+    return 0;
+}
+
+int fm_device_buffer_use(fm_state *st, fm_DeviceBuffer *buf, fm_Stream *stream)
+{
+    fm_Stream *previous = buf->last_stream;
+    if (previous == stream)
+        return 0;
+    /* A closed stream was synchronized by close(): nothing to fence. */
+    if (previous != NULL && !previous->closed
+        && remember_earlier_use(st, buf, previous) < 0)
+        return -1;
+    Py_INCREF(stream);
+    buf->last_stream = stream;
+    Py_XDECREF(previous);
+    return 0;
+}
+
+/* Makes `stream` wait for the fences of earlier uses, then drops them. */
+static int wait_for_earlier_uses(fm_state *st, fm_DeviceBuffer *buf, cudaStream_t stream)
+{
+    int rc = 0;
+    for (int i = 0; i < buf->n_earlier; i++) {
+        cudaError_t err = cudaStreamWaitEvent(stream, buf->earlier_fences[i], 0);
+        if (err != cudaSuccess && rc == 0)
+            rc = fm_cuda_fail(st, err, "ordering work after a device buffer's earlier uses");
+    }
+    return rc;
+}
+
+int fm_device_buffer_order_before(fm_state *st, fm_DeviceBuffer *buf, cudaStream_t consumer)
+{
+    fm_device_guard guard;
+    int rc = -1;
+    cudaEvent_t fence = NULL;
+
+    if (fm_device_enter(st, buf->device, &guard) < 0)
+        return -1;
+    if (wait_for_earlier_uses(st, buf, consumer) < 0)
+        goto done;
+    if (buf->last_stream != NULL && !buf->last_stream->closed
+        && buf->last_stream->handle != consumer) {
+        if (fm_fence_acquire(st, buf->device, &fence) < 0)
+            goto done;
+        cudaError_t err = cudaEventRecord(fence, buf->last_stream->handle);
+        if (err == cudaSuccess)
+            err = cudaStreamWaitEvent(consumer, fence, 0);
+        fm_fence_release(st, buf->device, fence);
+        if (err != cudaSuccess) {
+            fm_cuda_fail(st, err, "ordering a consumer stream after a device buffer's uses");
+            goto done;
+        }
+    }
+    rc = 0;
+done:
+    fm_device_exit(&guard);
+    return rc;
+}
+
+/* Releases the memory (or the foreign owner) after every queued use. */
+static void buffer_release(fm_state *st, fm_DeviceBuffer *self)
+{
+    fm_device_guard guard;
+    int have_device = fm_device_enter(st, self->device, &guard) == 0;
+    if (!have_device)
+        PyErr_Clear();
+    fm_Stream *last = self->last_stream;
+    int pending = last != NULL && !last->closed;
+    cudaStream_t order = pending ? last->handle : cudaStreamPerThread;
+
+    if (have_device)
+        (void)wait_for_earlier_uses(st, self, order);
+    if (PyErr_Occurred())
+        PyErr_Clear();
+    for (int i = 0; i < self->n_earlier; i++)
+        fm_fence_release(st, self->device, self->earlier_fences[i]);
+    self->n_earlier = 0;
+
+    if (self->owner == NULL) {
+        if (self->ptr != NULL && have_device)
+            (void)cudaFreeAsync(self->ptr, order);
+    }
+    else if (pending && have_device) {
+        /* Foreign memory: its owner frees it, possibly at once; keep the
+         * owner until our queued work is done. */
+        if (fm_keepalive_add(st, last, self->owner) < 0)
+            PyErr_Clear();
+    }
+    (void)cudaGetLastError();
+    self->ptr = NULL;
+    Py_CLEAR(self->owner);
+    Py_CLEAR(self->last_stream);
+    if (have_device)
+        fm_device_exit(&guard);
+}
+
+static int DeviceBuffer_traverse(PyObject *op, visitproc visit, void *arg)
+{
+    fm_DeviceBuffer *self = (fm_DeviceBuffer *)op;
+    Py_VISIT(self->owner);
+    Py_VISIT(self->last_stream);
+    Py_VISIT(Py_TYPE(op));
+    return 0;
+}
+
+static int DeviceBuffer_clear(PyObject *op)
+{
+    fm_DeviceBuffer *self = (fm_DeviceBuffer *)op;
+    fm_saved_error saved = fm_error_save();
+    buffer_release(fm_state_of(op), self);
+    fm_error_restore(saved);
+    return 0;
+}
+
+static void DeviceBuffer_dealloc(PyObject *op)
+{
+    PyTypeObject *tp = Py_TYPE(op);
+    PyObject_GC_UnTrack(op);
+    DeviceBuffer_clear(op);
+    tp->tp_free(op);
+    Py_DECREF(tp);
+}
+
+static PyObject *DeviceBuffer_repr(PyObject *op)
+{
+    fm_DeviceBuffer *self = (fm_DeviceBuffer *)op;
+    return PyUnicode_FromFormat("<fastmog._DeviceBuffer %zu bytes at 0x%zx device=%d%s>",
+                                self->size, (size_t)(uintptr_t)self->ptr, self->device,
+                                self->owner ? " foreign" : "");
+}
+
+static PyType_Slot DeviceBuffer_slots[] = {
+    {Py_tp_dealloc, DeviceBuffer_dealloc},
+    {Py_tp_traverse, DeviceBuffer_traverse},
+    {Py_tp_clear, DeviceBuffer_clear},
+    {Py_tp_repr, DeviceBuffer_repr},
+    {Py_tp_doc, (void *)"Owner of one device allocation (internal)."},
+    {0, NULL},
+};
+
+PyType_Spec fm_device_buffer_spec = {
+    .name = "fastmog._DeviceBuffer",
+    .basicsize = sizeof(fm_DeviceBuffer),
+    .flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_IMMUTABLETYPE
+             | Py_TPFLAGS_DISALLOW_INSTANTIATION,
+    .slots = DeviceBuffer_slots,
+};

@@ -1,0 +1,332 @@
+/* fastmog.Event, and the pool of untimed events that fence lifetimes. */
+#include "fastmog.h"
+
+fm_Event *fm_event_new(fm_state *st, int device, int timing)
+{
+    fm_device_guard guard;
+    fm_Event *self = NULL;
+
+    if (fm_device_enter(st, device, &guard) < 0)
+        return NULL;
+    self = (fm_Event *)st->Event_type->tp_alloc(st->Event_type, 0);
+    if (self == NULL)
+        goto error;
+    self->handle = NULL;
+    self->device = device;
+    self->timing = timing;
+    self->recorded = 0;
+    cudaError_t err = cudaEventCreateWithFlags(
+        &self->handle, timing ? cudaEventDefault : cudaEventDisableTiming);
+    if (err != cudaSuccess) {
+        self->handle = NULL;
+        fm_cuda_error(st, err, "creating an event on device %d", device);
+        goto error;
+    }
+    fm_device_exit(&guard);
+    return self;
+
+error:
+    fm_device_exit(&guard);
+    Py_XDECREF(self);
+    return NULL;
+}
+
+static PyObject *Event_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
+{
+    static char *kwlist[] = {"timing", "device", NULL};
+    fm_state *st = fm_state_of_type(type);
+    int timing = 1, device;
+    PyObject *device_arg = Py_None;
+
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|$pO:Event", kwlist,
+                                     &timing, &device_arg))
+        return NULL;
+    if (fm_resolve_device(st, device_arg, &device) < 0)
+        return NULL;
+    return (PyObject *)fm_event_new(st, device, timing);
+}
+
+static fm_Event *open_event(PyObject *op)
+{
+    fm_Event *self = (fm_Event *)op;
+    if (self->handle == NULL) {
+        PyErr_SetString(PyExc_ValueError, "event is closed");
+        return NULL;
+    }
+    return self;
+}
+
+int fm_event_record(fm_state *st, fm_Event *event, fm_Stream *stream)
+{
+    fm_device_guard guard;
+    if (stream->device != event->device) {
+        PyErr_Format(PyExc_ValueError,
+                     "event is on device %d but the stream is on device %d",
+                     event->device, stream->device);
+        return -1;
+    }
+    if (fm_device_enter(st, event->device, &guard) < 0)
+        return -1;
+    cudaError_t err = cudaEventRecord(event->handle, stream->handle);
+    fm_device_exit(&guard);
+    if (err != cudaSuccess)
+        return fm_cuda_fail(st, err, "recording an event");
+    event->recorded = 1;
+    return 0;
+}
+
+PyDoc_STRVAR(Event_record_doc,
+"record($self, /, *, stream)\n--\n\n"
+"Records this event at the current end of `stream`; returns self.");
+
+static PyObject *Event_record(PyObject *op, PyObject *args, PyObject *kwargs)
+{
+    static char *kwlist[] = {"stream", NULL};
+    PyObject *stream_arg = NULL;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|$O:record", kwlist, &stream_arg))
+        return NULL;
+    fm_Event *self = open_event(op);
+    if (self == NULL)
+        return NULL;
+    fm_state *st = fm_state_of(op);
+    fm_Stream *stream = fm_require_stream(st, stream_arg, -1);
+    if (stream == NULL || fm_event_record(st, self, stream) < 0)
+        return NULL;
+    return Py_NewRef(op);
+}
+
+PyDoc_STRVAR(Event_synchronize_doc,
+"synchronize($self, /)\n--\n\n"
+"Waits until the recorded work is done (GIL released, interruptible).");
+
+static PyObject *Event_synchronize(PyObject *op, PyObject *Py_UNUSED(ignored))
+{
+    fm_Event *self = open_event(op);
+    if (self == NULL)
+        return NULL;
+    fm_state *st = fm_state_of(op);
+    fm_device_guard guard;
+    if (fm_device_enter(st, self->device, &guard) < 0)
+        return NULL;
+    int rc = fm_wait_event(st, self->handle, "waiting for an event");
+    fm_device_exit(&guard);
+    if (rc < 0)
+        return NULL;
+    fm_keepalive_sweep(st);
+    Py_RETURN_NONE;
+}
+
+PyDoc_STRVAR(Event_query_doc,
+"query($self, /)\n--\n\n"
+"True if the recorded work is done (or nothing was recorded); never waits.");
+
+static PyObject *Event_query(PyObject *op, PyObject *Py_UNUSED(ignored))
+{
+    fm_Event *self = open_event(op);
+    if (self == NULL)
+        return NULL;
+    fm_state *st = fm_state_of(op);
+    fm_device_guard guard;
+    if (fm_device_enter(st, self->device, &guard) < 0)
+        return NULL;
+    cudaError_t err = cudaEventQuery(self->handle);
+    fm_device_exit(&guard);
+    if (err == cudaSuccess)
+        Py_RETURN_TRUE;
+    if (err == cudaErrorNotReady)
+        Py_RETURN_FALSE;
+    return fm_cuda_error(st, err, "querying an event");
+}
+
+PyDoc_STRVAR(Event_elapsed_time_doc,
+"elapsed_time($self, end, /)\n--\n\n"
+"Milliseconds of GPU time from this event to `end`. Both must be timing\n"
+"events, recorded, and complete (synchronize `end` first).");
+
+static PyObject *Event_elapsed_time(PyObject *op, PyObject *arg)
+{
+    fm_Event *self = open_event(op);
+    if (self == NULL)
+        return NULL;
+    fm_state *st = fm_state_of(op);
+    if (!Py_IS_TYPE(arg, st->Event_type)) {
+        PyErr_Format(PyExc_TypeError, "end must be a fastmog.Event, not %T", arg);
+        return NULL;
+    }
+    fm_Event *end = open_event(arg);
+    if (end == NULL)
+        return NULL;
+    if (!self->timing || !end->timing) {
+        PyErr_SetString(PyExc_ValueError,
+                        "elapsed_time needs two events created with timing=True");
+        return NULL;
+    }
+    if (!self->recorded || !end->recorded) {
+        PyErr_SetString(PyExc_ValueError, "both events must be recorded first");
+        return NULL;
+    }
+    float ms = 0.0f;
+    fm_device_guard guard;
+    if (fm_device_enter(st, self->device, &guard) < 0)
+        return NULL;
+    cudaError_t err = cudaEventElapsedTime(&ms, self->handle, end->handle);
+    fm_device_exit(&guard);
+    if (err == cudaErrorNotReady) {
+        PyErr_SetString(PyExc_ValueError,
+                        "the events are not complete yet: synchronize the end event first");
+        return NULL;
+    }
+    if (err != cudaSuccess)
+        return fm_cuda_error(st, err, "measuring the time between two events");
+    return PyFloat_FromDouble((double)ms);
+}
+
+static void event_close(fm_Event *self)
+{
+    if (self->handle == NULL)
+        return;
+    int previous;
+    /* cudaEventDestroy returns at once; a pending record completes first. */
+    if (cudaGetDevice(&previous) == cudaSuccess) {
+        if (previous != self->device)
+            (void)cudaSetDevice(self->device);
+        (void)cudaEventDestroy(self->handle);
+        if (previous != self->device)
+            (void)cudaSetDevice(previous);
+    }
+    self->handle = NULL;
+}
+
+static PyObject *Event_close(PyObject *op, PyObject *Py_UNUSED(ignored))
+{
+    event_close((fm_Event *)op);
+    Py_RETURN_NONE;
+}
+
+static PyObject *Event_enter(PyObject *op, PyObject *Py_UNUSED(ignored))
+{
+    if (open_event(op) == NULL)
+        return NULL;
+    return Py_NewRef(op);
+}
+
+static PyObject *Event_exit(PyObject *op, PyObject *Py_UNUSED(args))
+{
+    return Event_close(op, NULL);
+}
+
+static PyObject *Event_get_closed(PyObject *op, void *Py_UNUSED(closure))
+{
+    return PyBool_FromLong(((fm_Event *)op)->handle == NULL);
+}
+
+static PyObject *Event_get_device(PyObject *op, void *Py_UNUSED(closure))
+{
+    return PyLong_FromLong(((fm_Event *)op)->device);
+}
+
+static PyObject *Event_get_timing(PyObject *op, void *Py_UNUSED(closure))
+{
+    return PyBool_FromLong(((fm_Event *)op)->timing);
+}
+
+static PyObject *Event_repr(PyObject *op)
+{
+    fm_Event *self = (fm_Event *)op;
+    if (self->handle == NULL)
+        return PyUnicode_FromString("<fastmog.Event closed>");
+    return PyUnicode_FromFormat("<fastmog.Event device=%d timing=%s%s>", self->device,
+                                self->timing ? "True" : "False",
+                                self->recorded ? "" : " unrecorded");
+}
+
+static void Event_dealloc(PyObject *op)
+{
+    PyTypeObject *tp = Py_TYPE(op);
+    event_close((fm_Event *)op);
+    tp->tp_free(op);
+    Py_DECREF(tp);
+}
+
+static PyMethodDef Event_methods[] = {
+    {"record", (PyCFunction)(void (*)(void))Event_record,
+     METH_VARARGS | METH_KEYWORDS, Event_record_doc},
+    {"synchronize", Event_synchronize, METH_NOARGS, Event_synchronize_doc},
+    {"query", Event_query, METH_NOARGS, Event_query_doc},
+    {"elapsed_time", Event_elapsed_time, METH_O, Event_elapsed_time_doc},
+    {"close", Event_close, METH_NOARGS, "close($self, /)\n--\n\nReleases the event. Idempotent."},
+    {"__enter__", Event_enter, METH_NOARGS, NULL},
+    {"__exit__", Event_exit, METH_VARARGS, NULL},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyGetSetDef Event_getset[] = {
+    {"closed", Event_get_closed, NULL, "True once close() has run.", NULL},
+    {"device", Event_get_device, NULL, "The CUDA device of this event.", NULL},
+    {"timing", Event_get_timing, NULL, "Whether elapsed_time() works on it.", NULL},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
+PyDoc_STRVAR(Event_doc,
+"Event(*, timing=True, device=None)\n--\n\n"
+"A CUDA event: record(stream=s) marks a point in a stream; synchronize(),\n"
+"query() and start.elapsed_time(end) read it.");
+
+static PyType_Slot Event_slots[] = {
+    {Py_tp_new, Event_new},
+    {Py_tp_dealloc, Event_dealloc},
+    {Py_tp_repr, Event_repr},
+    {Py_tp_methods, Event_methods},
+    {Py_tp_getset, Event_getset},
+    {Py_tp_doc, (void *)Event_doc},
+    {0, NULL},
+};
+
+PyType_Spec fm_event_spec = {
+    .name = "fastmog.Event",
+    .basicsize = sizeof(fm_Event),
+    .flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_IMMUTABLETYPE,
+    .slots = Event_slots,
+};
+
+/* ---- lifetime fences ---------------------------------------------------- */
+
+int fm_fence_acquire(fm_state *st, int device, cudaEvent_t *event)
+{
+    fm_event_stack *stack = &st->fences[device];
+    if (stack->n > 0) {
+        *event = stack->events[--stack->n];
+        return 0;
+    }
+    FM_CUDA_CHECK(st, cudaEventCreateWithFlags(event, cudaEventDisableTiming),
+                  "creating an event on device %d", device);
+    return 0;
+}
+
+void fm_fence_release(fm_state *st, int device, cudaEvent_t event)
+{
+    fm_event_stack *stack = &st->fences[device];
+    if (stack->n == stack->cap) {
+        size_t cap = stack->cap ? 2 * stack->cap : 16;
+        cudaEvent_t *grown = PyMem_Realloc(stack->events, cap * sizeof(*grown));
+        if (grown == NULL) {
+            (void)cudaEventDestroy(event);  /* cannot cache it: drop it */
+            return;
+        }
+        stack->events = grown;
+        stack->cap = cap;
+    }
+    stack->events[stack->n++] = event;
+}
+
+void fm_fences_clear(fm_state *st)
+{
+    for (int d = 0; d < FM_MAX_DEVICES; d++) {
+        fm_event_stack *stack = &st->fences[d];
+        for (size_t i = 0; i < stack->n; i++)
+            (void)cudaEventDestroy(stack->events[i]);
+        PyMem_Free(stack->events);
+        stack->events = NULL;
+        stack->n = stack->cap = 0;
+    }
+}

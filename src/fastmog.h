@@ -1,0 +1,325 @@
+/* Internal header of the _fastmog extension: module state, object layouts and
+ * the helpers each source file offers the others. Nothing here is public API.
+ *
+ * Ownership conventions: functions returning PyObject* return a new reference
+ * unless documented as borrowed; on failure they return NULL with an exception
+ * set. Functions returning int return 0 on success and -1 with an exception
+ * set on failure. */
+#ifndef FASTMOG_INTERNAL_H
+#define FASTMOG_INTERNAL_H
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdint.h>
+#include <cuda_runtime_api.h>
+
+/* One numpy C-API table for the whole extension, imported in module.c. */
+#define NPY_NO_DEPRECATED_API NPY_1_21_API_VERSION
+#define PY_ARRAY_UNIQUE_SYMBOL fastmog_ARRAY_API
+#ifndef FM_IMPORTS_NUMPY
+#define NO_IMPORT_ARRAY
+#endif
+#include <numpy/arrayobject.h>
+
+#include "../cuda/launch.h"
+
+#define FM_MAX_DEVICES 64
+
+/* ---- module state ------------------------------------------------------ */
+
+/* A block of page-locked host memory cached for reuse. */
+typedef struct fm_pinned_block {
+    void *ptr;
+    size_t size;
+} fm_pinned_block;
+
+typedef struct fm_pinned_pool {
+    fm_pinned_block *free_blocks;   /* owned array; the blocks are cached */
+    size_t n_free, cap_free;
+    size_t bytes_cached;            /* sum of free block sizes */
+    size_t bytes_in_use;            /* handed out and not yet returned */
+    size_t n_host_allocs;           /* cudaHostAlloc calls so far */
+} fm_pinned_pool;
+
+/* An object kept alive until the GPU work recorded by `event` is done. */
+typedef struct fm_pending_release {
+    cudaEvent_t event;
+    int device;
+    PyObject *obj;                  /* strong reference */
+} fm_pending_release;
+
+typedef struct fm_keepalive {
+    fm_pending_release *items;      /* owned array */
+    size_t n, cap;
+} fm_keepalive;
+
+/* Events without timing, reused to fence lifetimes (never for timing). */
+typedef struct fm_event_stack {
+    cudaEvent_t *events;            /* owned array of owned events */
+    size_t n, cap;
+} fm_event_stack;
+
+typedef struct fm_state {
+    PyTypeObject *Stream_type;
+    PyTypeObject *Event_type;
+    PyTypeObject *GpuMat_type;
+    PyTypeObject *DeviceBuffer_type;
+    PyTypeObject *PinnedBuffer_type;
+    PyObject *CudaError;
+    PyObject *numpy_dtype_uint8;    /* cached numpy.dtype('uint8') */
+
+    fm_pinned_pool pinned;
+    fm_keepalive keepalive;
+    fm_event_stack fences[FM_MAX_DEVICES];
+    cudaMemPool_t device_pools[FM_MAX_DEVICES];  /* created on first use */
+} fm_state;
+
+extern PyModuleDef fm_module_def;
+
+static inline fm_state *fm_state_of_module(PyObject *module)
+{
+    return (fm_state *)PyModule_GetState(module);
+}
+
+/* Our types are final (no Py_TPFLAGS_BASETYPE), so an instance's type is
+ * always the heap type that was created with the module. */
+static inline fm_state *fm_state_of_type(PyTypeObject *type)
+{
+    return (fm_state *)PyType_GetModuleState(type);
+}
+
+static inline fm_state *fm_state_of(PyObject *self)
+{
+    return fm_state_of_type(Py_TYPE(self));
+}
+
+/* ---- errors.c ---------------------------------------------------------- */
+
+/* Dealloc functions may run while an exception is set; they keep it. */
+typedef struct fm_saved_error {
+    PyObject *type, *value, *traceback;
+} fm_saved_error;
+
+static inline fm_saved_error fm_error_save(void)
+{
+    fm_saved_error e;
+    PyErr_Fetch(&e.type, &e.value, &e.traceback);
+    return e;
+}
+
+static inline void fm_error_restore(fm_saved_error e)
+{
+    PyErr_Restore(e.type, e.value, e.traceback);
+}
+
+/* Raises fastmog.CudaError for `err`, naming the operation (printf-style).
+ * Always returns NULL so callers can `return fm_cuda_error(...)`. */
+PyObject *fm_cuda_error(fm_state *st, cudaError_t err, const char *op_fmt, ...);
+
+/* Same, returning -1 for int-returning helpers. */
+int fm_cuda_fail(fm_state *st, cudaError_t err, const char *op_fmt, ...);
+
+/* Checks `err`; on failure raises and returns -1. */
+#define FM_CUDA_CHECK(st, call, ...)                                         \
+    do {                                                                     \
+        cudaError_t fm_err_ = (call);                                        \
+        if (fm_err_ != cudaSuccess)                                          \
+            return fm_cuda_fail((st), fm_err_, __VA_ARGS__);                 \
+    } while (0)
+
+/* ---- device.c ---------------------------------------------------------- */
+
+/* Restores the calling thread's current device on exit from an operation. */
+typedef struct fm_device_guard {
+    int previous;
+    int changed;
+} fm_device_guard;
+
+int fm_device_enter(fm_state *st, int device, fm_device_guard *guard);
+void fm_device_exit(fm_device_guard *guard);
+
+/* Resolves a `device=` argument (None: the current device) and checks that
+ * it exists. */
+int fm_resolve_device(fm_state *st, PyObject *arg, int *device);
+
+/* Waits for `stream` (cudaStreamQuery polling, GIL released) so the wait
+ * stays interruptible: returns -1 with KeyboardInterrupt (or CudaError) set
+ * if interrupted or failed. `what` names the operation for errors. */
+int fm_wait_stream(fm_state *st, cudaStream_t stream, const char *what);
+int fm_wait_event(fm_state *st, cudaEvent_t event, const char *what);
+
+/* ---- stream.c ---------------------------------------------------------- */
+
+typedef struct fm_Stream {
+    PyObject_HEAD
+    cudaStream_t handle;
+    int device;
+    int owned;          /* created here: destroyed by close/dealloc */
+    int closed;
+    PyObject *owner;    /* keeps a wrapped foreign stream alive, or NULL */
+} fm_Stream;
+
+extern PyType_Spec fm_stream_spec;
+
+/* Validates a `stream=` argument: present, a fastmog.Stream, open, and on
+ * `device` (or any device when device < 0). Returns a borrowed reference. */
+fm_Stream *fm_require_stream(fm_state *st, PyObject *arg, int device);
+
+/* ---- event.c ----------------------------------------------------------- */
+
+typedef struct fm_Event {
+    PyObject_HEAD
+    cudaEvent_t handle;     /* owned; NULL after close */
+    int device;
+    int timing;
+    int recorded;
+} fm_Event;
+
+extern PyType_Spec fm_event_spec;
+
+/* A new Event on `device` (a new reference). */
+fm_Event *fm_event_new(fm_state *st, int device, int timing);
+/* Records `event` on `stream`; both must be open and on one device. */
+int fm_event_record(fm_state *st, fm_Event *event, fm_Stream *stream);
+
+/* Lifetime fences: untimed events from a per-device stack; `device` must be
+ * the current device. */
+int fm_fence_acquire(fm_state *st, int device, cudaEvent_t *event);
+void fm_fence_release(fm_state *st, int device, cudaEvent_t event);
+void fm_fences_clear(fm_state *st);
+
+/* ---- keepalive.c ------------------------------------------------------- */
+
+/* Keeps `obj` alive until the work queued so far on `stream` is done. */
+int fm_keepalive_add(fm_state *st, fm_Stream *stream, PyObject *obj);
+/* Releases the objects whose work is done. Never raises. */
+void fm_keepalive_sweep(fm_state *st);
+/* At module teardown: waits for each object's work, then drops it. */
+void fm_keepalive_clear(fm_state *st);
+
+/* ---- pinned.c ---------------------------------------------------------- */
+
+/* Owner of one pinned block; numpy arrays over it have it as their base. */
+typedef struct fm_PinnedBuffer {
+    PyObject_HEAD
+    void *ptr;          /* pinned block, owned; back to the pool in dealloc */
+    size_t size;        /* block size (>= what was asked for) */
+} fm_PinnedBuffer;
+
+extern PyType_Spec fm_pinned_buffer_spec;
+
+/* A new PinnedBuffer of at least `nbytes` bytes from the pool. */
+fm_PinnedBuffer *fm_pinned_buffer_new(fm_state *st, size_t nbytes);
+
+/* A new C-contiguous numpy array over pinned memory. Steals `descr`. */
+PyObject *fm_pinned_array(fm_state *st, PyArray_Descr *descr, int ndim,
+                          const npy_intp *dims);
+
+/* 1 if `ptr` points into page-locked host memory, 0 otherwise. Never raises. */
+int fm_is_pinned_ptr(const void *ptr);
+
+void fm_pinned_pool_clear(fm_pinned_pool *pool);
+
+/* ---- devmem.c ---------------------------------------------------------- */
+
+#define FM_EARLIER_STREAMS_MAX 4
+
+/* One device allocation, or a foreign one kept alive through its owner.
+ * Several GpuMats (ROI views) and DLPack capsules may share it. */
+typedef struct fm_DeviceBuffer {
+    PyObject_HEAD
+    void *ptr;
+    size_t size;
+    int device;
+    PyObject *owner;            /* foreign memory: its owner; NULL if ours */
+    fm_Stream *last_stream;     /* stream of the latest queued use, or NULL */
+    /* Fences after the uses on earlier streams, each recorded when use moved
+     * to another stream; identity only, never dereferenced. */
+    int n_earlier;
+    const fm_Stream *earlier_streams[FM_EARLIER_STREAMS_MAX];
+    cudaEvent_t earlier_fences[FM_EARLIER_STREAMS_MAX];
+} fm_DeviceBuffer;
+
+extern PyType_Spec fm_device_buffer_spec;
+
+/* Allocates `size` bytes on `device` from fastmog's stream-ordered pool.
+ * `what` describes the allocation for the error message. */
+fm_DeviceBuffer *fm_device_buffer_alloc(fm_state *st, int device, size_t size,
+                                        const char *what);
+
+/* Wraps foreign device memory; keeps `owner` alive (new reference taken). */
+fm_DeviceBuffer *fm_device_buffer_wrap(fm_state *st, int device, void *ptr,
+                                       size_t size, PyObject *owner);
+
+/* Records that work touching the buffer is being queued on `stream`, so its
+ * release is ordered after it. The buffer's device must be current. */
+int fm_device_buffer_use(fm_state *st, fm_DeviceBuffer *buf, fm_Stream *stream);
+
+/* Makes `consumer` wait (on the GPU) for every queued use of the buffer. */
+int fm_device_buffer_order_before(fm_state *st, fm_DeviceBuffer *buf,
+                                  cudaStream_t consumer);
+
+void fm_device_pools_release(fm_state *st);
+int fm_device_pools_trim(fm_state *st);
+
+/* ---- gpumat.c ---------------------------------------------------------- */
+
+typedef struct fm_GpuMat {
+    PyObject_HEAD
+    fm_DeviceBuffer *buffer;    /* strong reference; NULL once closed */
+    char *data;                 /* first pixel of this view */
+    size_t pitch;               /* bytes between rows */
+    int height, width, channels;
+    int ndim;                   /* 2 (H, W) or 3 (H, W, C) */
+    int type_num;               /* numpy type number of the values */
+    int elem_size;
+    int device;
+    int readonly;               /* a foreign read-only view */
+    int cai_exported;           /* __cuda_array_interface__ handed out */
+    int closed;
+} fm_GpuMat;
+
+extern PyType_Spec fm_gpumat_spec;
+
+/* Creates an uninitialised GpuMat (a new reference). */
+fm_GpuMat *fm_gpumat_new(fm_state *st, int device, int height, int width,
+                         int channels, int ndim, int type_num);
+
+/* Checks that `obj` is an open GpuMat; returns it borrowed, or NULL. */
+fm_GpuMat *fm_gpumat_check_open(fm_state *st, PyObject *obj, const char *argname);
+
+/* A view sharing `buffer` (a new reference); `data` must lie inside it. */
+fm_GpuMat *fm_gpumat_view(fm_state *st, fm_DeviceBuffer *buffer, char *data,
+                          size_t pitch, int height, int width, int channels,
+                          int ndim, int type_num, int readonly);
+
+static inline fm_image fm_gpumat_image(const fm_GpuMat *m)
+{
+    fm_image img;
+    img.data = m->data;
+    img.pitch = m->pitch;
+    img.width = m->width;
+    img.height = m->height;
+    img.channels = m->channels;
+    img.elem_size = m->elem_size;
+    return img;
+}
+
+static inline size_t fm_gpumat_row_bytes(const fm_GpuMat *m)
+{
+    return (size_t)m->width * (size_t)m->channels * (size_t)m->elem_size;
+}
+
+/* ---- interop.c --------------------------------------------------------- */
+
+PyObject *fm_gpumat_cuda_array_interface(fm_GpuMat *self, void *closure);
+PyObject *fm_gpumat_dlpack(fm_GpuMat *self, PyObject *args, PyObject *kwargs);
+PyObject *fm_gpumat_dlpack_device(fm_GpuMat *self, PyObject *noargs);
+PyObject *fm_asgpumat(PyObject *module, PyObject *args, PyObject *kwargs);
+
+/* ---- module-level helpers (module.c) ------------------------------------ */
+
+/* Size of one pixel value for a supported numpy type number, or 0. */
+int fm_supported_elem_size(int type_num);
+
+#endif

@@ -1,0 +1,980 @@
+/* fastmog.GpuMat: a pitched device image, its transfers, copies and views. */
+#include "fastmog.h"
+
+#include <math.h>
+#include <structmember.h>
+
+/* Rows start on 256-byte boundaries, as cudaMallocPitch would give. */
+#define FM_PITCH_ALIGN ((size_t)256)
+
+int fm_supported_elem_size(int type_num)
+{
+    switch (type_num) {
+    case NPY_UINT8: case NPY_INT8:
+        return 1;
+    case NPY_UINT16: case NPY_INT16:
+        return 2;
+    case NPY_UINT32: case NPY_INT32: case NPY_FLOAT32:
+        return 4;
+    case NPY_FLOAT64:
+        return 8;
+    default:
+        return 0;
+    }
+}
+
+/* numpy has two numbers for some types (int32 is NPY_INT and maybe NPY_LONG). */
+static int canonical_type_num(PyArray_Descr *descr)
+{
+    int type_num = descr->type_num;
+    if (PyDataType_ISINTEGER(descr) && !PyDataType_ISBOOL(descr)) {
+        int is_signed = PyDataType_ISSIGNED(descr);
+        switch (PyDataType_ELSIZE(descr)) {
+        case 1: return is_signed ? NPY_INT8 : NPY_UINT8;
+        case 2: return is_signed ? NPY_INT16 : NPY_UINT16;
+        case 4: return is_signed ? NPY_INT32 : NPY_UINT32;
+        default: return -1;
+        }
+    }
+    return fm_supported_elem_size(type_num) ? type_num : -1;
+}
+
+static const char *type_name(int type_num)
+{
+    switch (type_num) {
+    case NPY_UINT8: return "uint8";
+    case NPY_INT8: return "int8";
+    case NPY_UINT16: return "uint16";
+    case NPY_INT16: return "int16";
+    case NPY_UINT32: return "uint32";
+    case NPY_INT32: return "int32";
+    case NPY_FLOAT32: return "float32";
+    case NPY_FLOAT64: return "float64";
+    default: return "?";
+    }
+}
+
+static int type_num_from_dtype_arg(PyObject *arg, int *type_num)
+{
+    PyArray_Descr *descr = NULL;
+    if (arg == NULL || arg == Py_None) {
+        *type_num = NPY_UINT8;
+        return 0;
+    }
+    if (!PyArray_DescrConverter(arg, &descr))
+        return -1;
+    int num = PyDataType_ISNOTSWAPPED(descr) ? canonical_type_num(descr) : -1;
+    Py_DECREF(descr);
+    if (num < 0) {
+        PyErr_Format(PyExc_TypeError,
+                     "dtype %R is not supported: use uint8, int8, uint16, int16, "
+                     "uint32, int32, float32 or float64", arg);
+        return -1;
+    }
+    *type_num = num;
+    return 0;
+}
+
+fm_GpuMat *fm_gpumat_check_open(fm_state *st, PyObject *obj, const char *argname)
+{
+    if (!Py_IS_TYPE(obj, st->GpuMat_type)) {
+        PyErr_Format(PyExc_TypeError, "%s must be a fastmog.GpuMat, not %T", argname, obj);
+        return NULL;
+    }
+    fm_GpuMat *m = (fm_GpuMat *)obj;
+    if (m->closed) {
+        PyErr_Format(PyExc_ValueError, "%s is a closed GpuMat", argname);
+        return NULL;
+    }
+    return m;
+}
+
+static int check_writable(fm_GpuMat *m, const char *argname)
+{
+    if (m->readonly) {
+        PyErr_Format(PyExc_ValueError, "%s is a read-only view of foreign memory", argname);
+        return -1;
+    }
+    return 0;
+}
+
+fm_GpuMat *fm_gpumat_view(fm_state *st, fm_DeviceBuffer *buffer, char *data,
+                          size_t pitch, int height, int width, int channels,
+                          int ndim, int type_num, int readonly)
+{
+    fm_GpuMat *m = (fm_GpuMat *)st->GpuMat_type->tp_alloc(st->GpuMat_type, 0);
+    if (m == NULL)
+        return NULL;
+    m->buffer = (fm_DeviceBuffer *)Py_NewRef(buffer);
+    m->data = data;
+    m->pitch = pitch;
+    m->height = height;
+    m->width = width;
+    m->channels = channels;
+    m->ndim = ndim;
+    m->type_num = type_num;
+    m->elem_size = fm_supported_elem_size(type_num);
+    m->device = buffer->device;
+    m->readonly = readonly;
+    m->cai_exported = 0;
+    m->closed = 0;
+    return m;
+}
+
+/* Checks sizes against what the kernels index with int. */
+static int check_geometry(int64_t height, int64_t width, int64_t channels, int elem_size)
+{
+    if (height < 1 || width < 1) {
+        PyErr_Format(PyExc_ValueError,
+                     "image size must be positive, got height=%lld width=%lld",
+                     (long long)height, (long long)width);
+        return -1;
+    }
+    if (channels != 1 && channels != 3 && channels != 4) {
+        PyErr_Format(PyExc_ValueError, "channels must be 1, 3 or 4, got %lld",
+                     (long long)channels);
+        return -1;
+    }
+    if (height > INT32_MAX || width * channels * elem_size > INT32_MAX) {
+        PyErr_Format(PyExc_ValueError, "image of %lldx%lldx%lld is too large",
+                     (long long)height, (long long)width, (long long)channels);
+        return -1;
+    }
+    return 0;
+}
+
+fm_GpuMat *fm_gpumat_new(fm_state *st, int device, int height, int width,
+                         int channels, int ndim, int type_num)
+{
+    int elem_size = fm_supported_elem_size(type_num);
+    if (check_geometry(height, width, channels, elem_size) < 0)
+        return NULL;
+    size_t row_bytes = (size_t)width * (size_t)channels * (size_t)elem_size;
+    size_t pitch = (row_bytes + FM_PITCH_ALIGN - 1) / FM_PITCH_ALIGN * FM_PITCH_ALIGN;
+    char what[96];
+    snprintf(what, sizeof what, "a %dx%dx%d %s GpuMat", height, width, channels,
+             type_name(type_num));
+    fm_DeviceBuffer *buffer = fm_device_buffer_alloc(st, device, pitch * (size_t)height, what);
+    if (buffer == NULL)
+        return NULL;
+    fm_GpuMat *m = fm_gpumat_view(st, buffer, buffer->ptr, pitch, height, width,
+                                  channels, ndim, type_num, 0);
+    Py_DECREF(buffer);
+    return m;
+}
+
+/* Parses (height, width) or (height, width, channels). */
+static int parse_shape(PyObject *shape, int64_t dims[3], int *ndim)
+{
+    PyObject *seq = PySequence_Fast(shape, "shape must be a tuple of 2 or 3 ints");
+    if (seq == NULL)
+        return -1;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+    if (n != 2 && n != 3) {
+        Py_DECREF(seq);
+        PyErr_Format(PyExc_ValueError,
+                     "shape must be (height, width) or (height, width, channels), got %R",
+                     shape);
+        return -1;
+    }
+    dims[2] = 1;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *item = PySequence_Fast_GET_ITEM(seq, i);
+        long long v = PyLong_Check(item) ? PyLong_AsLongLong(item) : -1;
+        if (!PyLong_Check(item) || (v == -1 && PyErr_Occurred())) {
+            Py_DECREF(seq);
+            PyErr_Clear();
+            PyErr_Format(PyExc_TypeError, "shape must contain ints, got %R", shape);
+            return -1;
+        }
+        dims[i] = v;
+    }
+    Py_DECREF(seq);
+    *ndim = (int)n;
+    return 0;
+}
+
+static PyObject *GpuMat_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
+{
+    static char *kwlist[] = {"shape", "dtype", "device", NULL};
+    fm_state *st = fm_state_of_type(type);
+    PyObject *shape, *dtype = Py_None, *device_arg = Py_None;
+    int64_t dims[3];
+    int ndim, type_num, device;
+
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|O$O:GpuMat", kwlist,
+                                     &shape, &dtype, &device_arg))
+        return NULL;
+    if (parse_shape(shape, dims, &ndim) < 0 || type_num_from_dtype_arg(dtype, &type_num) < 0)
+        return NULL;
+    if (check_geometry(dims[0], dims[1], dims[2], fm_supported_elem_size(type_num)) < 0)
+        return NULL;
+    if (fm_resolve_device(st, device_arg, &device) < 0)
+        return NULL;
+    return (PyObject *)fm_gpumat_new(st, device, (int)dims[0], (int)dims[1], (int)dims[2],
+                                     ndim, type_num);
+}
+
+/* ---- host arrays ------------------------------------------------------- */
+
+/* Checks that `obj` is a numpy array matching `m` (shape, dtype) whose pixels
+ * are contiguous within a row; gives its row pitch. Borrowed result. */
+static PyArrayObject *check_host_array(fm_GpuMat *m, PyObject *obj, const char *argname,
+                                       int writable, size_t *host_pitch)
+{
+    if (!PyArray_Check(obj)) {
+        PyErr_Format(PyExc_TypeError, "%s must be a numpy array, not %T", argname, obj);
+        return NULL;
+    }
+    PyArrayObject *a = (PyArrayObject *)obj;
+    int nd = PyArray_NDIM(a);
+    npy_intp *shape = PyArray_DIMS(a), *strides = PyArray_STRIDES(a);
+    int shape_ok = (nd == 2 || nd == 3) && shape[0] == m->height && shape[1] == m->width
+                   && (nd == 2 ? m->channels == 1 : shape[2] == m->channels);
+    if (!shape_ok) {
+        PyObject *want = m->ndim == 3 ? Py_BuildValue("(iii)", m->height, m->width, m->channels)
+                                      : Py_BuildValue("(ii)", m->height, m->width);
+        PyObject *got = PyObject_GetAttrString(obj, "shape");
+        if (want && got)
+            PyErr_Format(PyExc_ValueError, "%s has shape %R but the GpuMat is %R",
+                         argname, got, want);
+        Py_XDECREF(want);
+        Py_XDECREF(got);
+        return NULL;
+    }
+    PyArray_Descr *descr = PyArray_DESCR(a);
+    if (!PyDataType_ISNOTSWAPPED(descr) || canonical_type_num(descr) != m->type_num) {
+        PyErr_Format(PyExc_TypeError, "%s has dtype %R but the GpuMat is %s",
+                     argname, (PyObject *)descr, type_name(m->type_num));
+        return NULL;
+    }
+    npy_intp elem = m->elem_size;
+    int pixels_contiguous = strides[1] == elem * m->channels
+                            && (nd == 2 || strides[2] == elem || m->channels == 1);
+    if (m->width == 1 && (nd == 2 || strides[2] == elem || m->channels == 1))
+        pixels_contiguous = 1;  /* one column: its stride never matters */
+    size_t row_bytes = fm_gpumat_row_bytes(m);
+    npy_intp row_stride = m->height == 1 ? (npy_intp)row_bytes : strides[0];
+    if (!pixels_contiguous || row_stride < (npy_intp)row_bytes) {
+        PyObject *got = PyObject_GetAttrString(obj, "strides");
+        if (got)
+            PyErr_Format(PyExc_ValueError,
+                         "%s must have contiguous pixels within each row and rows in "
+                         "order (strides %R); use numpy.ascontiguousarray()", argname, got);
+        Py_XDECREF(got);
+        return NULL;
+    }
+    if (writable && !PyArray_ISWRITEABLE(a)) {
+        PyErr_Format(PyExc_ValueError, "%s is read-only", argname);
+        return NULL;
+    }
+    *host_pitch = (size_t)row_stride;
+    return a;
+}
+
+static int array_is_pinned(PyArrayObject *a, size_t host_pitch, const fm_GpuMat *m)
+{
+    const char *first = PyArray_BYTES(a);
+    const char *last = first + host_pitch * (size_t)(m->height - 1) + fm_gpumat_row_bytes(m) - 1;
+    return fm_is_pinned_ptr(first) && fm_is_pinned_ptr(last);
+}
+
+/* Copies a pitched host image into a packed pinned staging buffer. */
+static void pack_rows(char *dst, const char *src, size_t src_pitch, size_t row_bytes, int height)
+{
+    if (src_pitch == row_bytes) {
+        memcpy(dst, src, row_bytes * (size_t)height);
+        return;
+    }
+    for (int y = 0; y < height; y++)
+        memcpy(dst + (size_t)y * row_bytes, src + (size_t)y * src_pitch, row_bytes);
+}
+
+/* Queues host-to-device; keeps the source (or a staging copy) alive until
+ * the copy is done. The device must be current. */
+static int upload_impl(fm_state *st, fm_GpuMat *m, PyArrayObject *a, size_t host_pitch,
+                       fm_Stream *stream)
+{
+    size_t row_bytes = fm_gpumat_row_bytes(m);
+    cudaError_t err;
+
+    if (fm_device_buffer_use(st, m->buffer, stream) < 0)
+        return -1;
+    if (array_is_pinned(a, host_pitch, m)) {
+        err = cudaMemcpy2DAsync(m->data, m->pitch, PyArray_BYTES(a), host_pitch, row_bytes,
+                                (size_t)m->height, cudaMemcpyHostToDevice, stream->handle);
+        if (err != cudaSuccess)
+            return fm_cuda_fail(st, err, "uploading a %dx%dx%d image", m->height, m->width,
+                                m->channels);
+        return fm_keepalive_add(st, stream, (PyObject *)a);
+    }
+    /* A pageable source would make the runtime synchronize the stream first;
+     * a pinned copy keeps the upload asynchronous. */
+    size_t nbytes = row_bytes * (size_t)m->height;
+    fm_PinnedBuffer *staging = fm_pinned_buffer_new(st, nbytes);
+    if (staging == NULL)
+        return -1;
+    const char *src = PyArray_BYTES(a);
+    if (nbytes >= ((size_t)1 << 20)) {
+        Py_BEGIN_ALLOW_THREADS
+        pack_rows(staging->ptr, src, host_pitch, row_bytes, m->height);
+        Py_END_ALLOW_THREADS
+    }
+    else {
+        pack_rows(staging->ptr, src, host_pitch, row_bytes, m->height);
+    }
+    err = cudaMemcpy2DAsync(m->data, m->pitch, staging->ptr, row_bytes, row_bytes,
+                            (size_t)m->height, cudaMemcpyHostToDevice, stream->handle);
+    int rc = err == cudaSuccess
+                 ? fm_keepalive_add(st, stream, (PyObject *)staging)
+                 : fm_cuda_fail(st, err, "uploading a %dx%dx%d image", m->height, m->width,
+                                m->channels);
+    Py_DECREF(staging);
+    return rc;
+}
+
+PyDoc_STRVAR(GpuMat_upload_doc,
+"upload($self, array, /, *, stream)\n--\n\n"
+"Copies a numpy array of the same shape and dtype into this GpuMat, queued\n"
+"on `stream`. Rows may be strided; pixels within a row must be contiguous.\n"
+"A pinned source is copied directly and kept alive until the copy is done;\n"
+"a pageable one goes through a pinned staging buffer, so the call never\n"
+"waits for the GPU either way.");
+
+static PyObject *GpuMat_upload(PyObject *op, PyObject *args, PyObject *kwargs)
+{
+    static char *kwlist[] = {"", "stream", NULL};
+    PyObject *array_arg, *stream_arg = NULL;
+    fm_state *st = fm_state_of(op);
+    size_t host_pitch;
+    fm_device_guard guard;
+
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|$O:upload", kwlist, &array_arg, &stream_arg))
+        return NULL;
+    fm_GpuMat *m = fm_gpumat_check_open(st, op, "self");
+    if (m == NULL || check_writable(m, "self") < 0)
+        return NULL;
+    fm_Stream *stream = fm_require_stream(st, stream_arg, m->device);
+    if (stream == NULL)
+        return NULL;
+    PyArrayObject *a = check_host_array(m, array_arg, "array", 0, &host_pitch);
+    if (a == NULL)
+        return NULL;
+    if (fm_device_enter(st, m->device, &guard) < 0)
+        return NULL;
+    int rc = upload_impl(st, m, a, host_pitch, stream);
+    fm_device_exit(&guard);
+    if (rc < 0)
+        return NULL;
+    Py_RETURN_NONE;
+}
+
+PyDoc_STRVAR(GpuMat_from_array_doc,
+"from_array($cls, array, /, *, stream, device=None)\n--\n\n"
+"A new GpuMat holding a copy of a numpy array (H x W or H x W x C), queued\n"
+"on `stream`.");
+
+static PyObject *GpuMat_from_array(PyTypeObject *type, PyObject *args, PyObject *kwargs)
+{
+    static char *kwlist[] = {"", "stream", "device", NULL};
+    fm_state *st = fm_state_of_type(type);
+    PyObject *array_arg, *stream_arg = NULL, *device_arg = Py_None;
+    fm_GpuMat *m = NULL;
+    fm_device_guard guard = {0, 0};
+    size_t host_pitch;
+    int device;
+
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|$OO:from_array", kwlist,
+                                     &array_arg, &stream_arg, &device_arg))
+        return NULL;
+    if (!PyArray_Check(array_arg)) {
+        PyErr_Format(PyExc_TypeError, "array must be a numpy array, not %T", array_arg);
+        return NULL;
+    }
+    PyArrayObject *a = (PyArrayObject *)array_arg;
+    int nd = PyArray_NDIM(a);
+    if (nd != 2 && nd != 3) {
+        PyErr_Format(PyExc_ValueError,
+                     "array must be H x W or H x W x C, got %d dimension%s", nd,
+                     nd == 1 ? "" : "s");
+        return NULL;
+    }
+    PyArray_Descr *descr = PyArray_DESCR(a);
+    int type_num = PyDataType_ISNOTSWAPPED(descr) ? canonical_type_num(descr) : -1;
+    if (type_num < 0) {
+        PyErr_Format(PyExc_TypeError, "array dtype %R is not supported", (PyObject *)descr);
+        return NULL;
+    }
+    if (device_arg == Py_None && stream_arg != NULL && Py_IS_TYPE(stream_arg, st->Stream_type))
+        device = ((fm_Stream *)stream_arg)->device;
+    else if (fm_resolve_device(st, device_arg, &device) < 0)
+        return NULL;
+    fm_Stream *stream = fm_require_stream(st, stream_arg, device);
+    if (stream == NULL)
+        return NULL;
+    npy_intp *dims = PyArray_DIMS(a);
+    if (check_geometry(dims[0], dims[1], nd == 3 ? dims[2] : 1, fm_supported_elem_size(type_num)) < 0)
+        return NULL;
+    m = fm_gpumat_new(st, device, (int)dims[0], (int)dims[1], nd == 3 ? (int)dims[2] : 1,
+                      nd, type_num);
+    if (m == NULL)
+        return NULL;
+    if (check_host_array(m, array_arg, "array", 0, &host_pitch) == NULL)
+        goto error;
+    if (fm_device_enter(st, device, &guard) < 0)
+        goto error;
+    if (upload_impl(st, m, a, host_pitch, stream) < 0)
+        goto error;
+    fm_device_exit(&guard);
+    return (PyObject *)m;
+
+error:
+    fm_device_exit(&guard);
+    Py_DECREF(m);
+    return NULL;
+}
+
+PyDoc_STRVAR(GpuMat_download_doc,
+"download($self, /, out=None, *, stream, blocking=True)\n--\n\n"
+"Copies this GpuMat to host memory, queued on `stream`, and returns the\n"
+"array: `out` if given, else a new pinned array. With blocking=True the call\n"
+"waits (GIL released, interruptible) until the data is valid; with\n"
+"blocking=False it returns at once and the data is valid once the stream is\n"
+"synchronized (this needs a pinned destination).");
+
+static PyObject *GpuMat_download(PyObject *op, PyObject *args, PyObject *kwargs)
+{
+    static char *kwlist[] = {"out", "stream", "blocking", NULL};
+    PyObject *out_arg = Py_None, *stream_arg = NULL, *result = NULL;
+    int blocking = 1;
+    fm_state *st = fm_state_of(op);
+    fm_device_guard guard = {0, 0};
+    size_t host_pitch;
+    int pinned;
+
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|O$Op:download", kwlist,
+                                     &out_arg, &stream_arg, &blocking))
+        return NULL;
+    fm_GpuMat *m = fm_gpumat_check_open(st, op, "self");
+    if (m == NULL)
+        return NULL;
+    fm_Stream *stream = fm_require_stream(st, stream_arg, m->device);
+    if (stream == NULL)
+        return NULL;
+    if (out_arg == Py_None) {
+        npy_intp dims[3] = {m->height, m->width, m->channels};
+        result = fm_pinned_array(st, PyArray_DescrFromType(m->type_num), m->ndim, dims);
+        if (result == NULL)
+            return NULL;
+        host_pitch = fm_gpumat_row_bytes(m);
+        pinned = 1;
+    }
+    else {
+        if (check_host_array(m, out_arg, "out", 1, &host_pitch) == NULL)
+            return NULL;
+        result = Py_NewRef(out_arg);
+        pinned = array_is_pinned((PyArrayObject *)result, host_pitch, m);
+        if (!pinned && !blocking) {
+            Py_DECREF(result);
+            PyErr_SetString(PyExc_ValueError,
+                            "a non-blocking download needs a pinned destination: "
+                            "use fastmog.pinned_like(...) or download(stream=s) with out=None");
+            return NULL;
+        }
+    }
+    if (fm_device_enter(st, m->device, &guard) < 0)
+        goto error;
+    if (fm_device_buffer_use(st, m->buffer, stream) < 0)
+        goto error;
+    char *dst = PyArray_BYTES((PyArrayObject *)result);
+    size_t row_bytes = fm_gpumat_row_bytes(m);
+    cudaError_t err;
+    if (!pinned) {
+        /* Wait first, interruptibly; the pageable copy then runs at once. */
+        if (fm_wait_stream(st, stream->handle, "waiting for a stream before a download") < 0)
+            goto error;
+        Py_BEGIN_ALLOW_THREADS
+        err = cudaMemcpy2DAsync(dst, host_pitch, m->data, m->pitch, row_bytes,
+                                (size_t)m->height, cudaMemcpyDeviceToHost, stream->handle);
+        if (err == cudaSuccess)
+            err = cudaStreamSynchronize(stream->handle);
+        Py_END_ALLOW_THREADS
+        if (err != cudaSuccess) {
+            fm_cuda_error(st, err, "downloading a %dx%dx%d image", m->height, m->width, m->channels);
+            goto error;
+        }
+    }
+    else {
+        err = cudaMemcpy2DAsync(dst, host_pitch, m->data, m->pitch, row_bytes,
+                                (size_t)m->height, cudaMemcpyDeviceToHost, stream->handle);
+        if (err != cudaSuccess) {
+            fm_cuda_error(st, err, "downloading a %dx%dx%d image", m->height, m->width, m->channels);
+            goto error;
+        }
+        /* The destination must outlive the copy even if the caller drops it
+         * or a blocking wait is interrupted. */
+        if (fm_keepalive_add(st, stream, result) < 0)
+            goto error;
+        if (blocking && fm_wait_stream(st, stream->handle, "waiting for a download") < 0)
+            goto error;
+        if (blocking)
+            fm_keepalive_sweep(st);
+    }
+    fm_device_exit(&guard);
+    return result;
+
+error:
+    fm_device_exit(&guard);
+    Py_XDECREF(result);
+    return NULL;
+}
+
+static int same_geometry(const fm_GpuMat *a, const fm_GpuMat *b)
+{
+    return a->height == b->height && a->width == b->width && a->channels == b->channels
+           && a->type_num == b->type_num;
+}
+
+PyDoc_STRVAR(GpuMat_copy_to_doc,
+"copy_to($self, other, /, *, stream)\n--\n\n"
+"Copies this GpuMat into `other` (same shape, dtype and device), queued on\n"
+"`stream`.");
+
+static PyObject *GpuMat_copy_to(PyObject *op, PyObject *args, PyObject *kwargs)
+{
+    static char *kwlist[] = {"", "stream", NULL};
+    PyObject *other_arg, *stream_arg = NULL;
+    fm_state *st = fm_state_of(op);
+    fm_device_guard guard;
+
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|$O:copy_to", kwlist, &other_arg, &stream_arg))
+        return NULL;
+    fm_GpuMat *src = fm_gpumat_check_open(st, op, "self");
+    fm_GpuMat *dst = src ? fm_gpumat_check_open(st, other_arg, "other") : NULL;
+    if (dst == NULL || check_writable(dst, "other") < 0)
+        return NULL;
+    if (!same_geometry(src, dst)) {
+        PyErr_Format(PyExc_ValueError,
+                     "other is %dx%dx%d %s but self is %dx%dx%d %s", dst->height, dst->width,
+                     dst->channels, type_name(dst->type_num), src->height, src->width,
+                     src->channels, type_name(src->type_num));
+        return NULL;
+    }
+    if (src->device != dst->device) {
+        PyErr_Format(PyExc_ValueError, "other is on device %d but self is on device %d",
+                     dst->device, src->device);
+        return NULL;
+    }
+    fm_Stream *stream = fm_require_stream(st, stream_arg, src->device);
+    if (stream == NULL || fm_device_enter(st, src->device, &guard) < 0)
+        return NULL;
+    int rc = -1;
+    if (fm_device_buffer_use(st, src->buffer, stream) < 0
+        || fm_device_buffer_use(st, dst->buffer, stream) < 0)
+        goto done;
+    cudaError_t err = cudaMemcpy2DAsync(dst->data, dst->pitch, src->data, src->pitch,
+                                        fm_gpumat_row_bytes(src), (size_t)src->height,
+                                        cudaMemcpyDeviceToDevice, stream->handle);
+    rc = err == cudaSuccess ? 0
+                            : fm_cuda_fail(st, err, "copying a %dx%dx%d image", src->height,
+                                           src->width, src->channels);
+done:
+    fm_device_exit(&guard);
+    if (rc < 0)
+        return NULL;
+    Py_RETURN_NONE;
+}
+
+/* Stores `value` as one value of `type_num`, refusing values it cannot hold. */
+static int store_value(double value, int type_num, unsigned char *out)
+{
+    double lo = 0, hi = 0;
+    switch (type_num) {
+    case NPY_FLOAT32: { float f = (float)value; memcpy(out, &f, 4); return 0; }
+    case NPY_FLOAT64: memcpy(out, &value, 8); return 0;
+    case NPY_UINT8: lo = 0; hi = UINT8_MAX; break;
+    case NPY_INT8: lo = INT8_MIN; hi = INT8_MAX; break;
+    case NPY_UINT16: lo = 0; hi = UINT16_MAX; break;
+    case NPY_INT16: lo = INT16_MIN; hi = INT16_MAX; break;
+    case NPY_UINT32: lo = 0; hi = UINT32_MAX; break;
+    case NPY_INT32: lo = INT32_MIN; hi = INT32_MAX; break;
+    default: return -1;
+    }
+    if (!(value >= lo && value <= hi) || value != floor(value)) {
+        PyObject *shown = PyFloat_FromDouble(value);
+        if (shown != NULL)
+            PyErr_Format(PyExc_ValueError, "fill value %R does not fit in %s", shown,
+                         type_name(type_num));
+        Py_XDECREF(shown);
+        return -1;
+    }
+    int64_t v = (int64_t)value;
+    switch (fm_supported_elem_size(type_num)) {
+    case 1: { uint8_t x = (uint8_t)v; memcpy(out, &x, 1); break; }
+    case 2: { uint16_t x = (uint16_t)v; memcpy(out, &x, 2); break; }
+    default: { uint32_t x = (uint32_t)v; memcpy(out, &x, 4); break; }
+    }
+    return 0;
+}
+
+PyDoc_STRVAR(GpuMat_fill_doc,
+"fill($self, value, /, *, stream)\n--\n\n"
+"Sets every pixel to `value`: a number, or one number per channel. Queued\n"
+"on `stream`.");
+
+static PyObject *GpuMat_fill(PyObject *op, PyObject *args, PyObject *kwargs)
+{
+    static char *kwlist[] = {"", "stream", NULL};
+    PyObject *value_arg, *stream_arg = NULL;
+    fm_state *st = fm_state_of(op);
+    fm_fill_pattern pattern;
+    fm_device_guard guard;
+
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|$O:fill", kwlist, &value_arg, &stream_arg))
+        return NULL;
+    fm_GpuMat *m = fm_gpumat_check_open(st, op, "self");
+    if (m == NULL || check_writable(m, "self") < 0)
+        return NULL;
+    fm_Stream *stream = fm_require_stream(st, stream_arg, m->device);
+    if (stream == NULL)
+        return NULL;
+
+    memset(&pattern, 0, sizeof pattern);
+    int is_number = PyNumber_Check(value_arg) && !PySequence_Check(value_arg);
+    PyObject *seq = is_number ? NULL
+                              : PySequence_Fast(value_arg, "value must be a number or a sequence");
+    if (!is_number && seq == NULL)
+        return NULL;
+    Py_ssize_t n = is_number ? 1 : PySequence_Fast_GET_SIZE(seq);
+    if (!is_number && n != m->channels) {
+        Py_DECREF(seq);
+        PyErr_Format(PyExc_ValueError, "value has %zd items but the image has %d channel%s",
+                     n, m->channels, m->channels == 1 ? "" : "s");
+        return NULL;
+    }
+    for (int c = 0; c < m->channels; c++) {
+        PyObject *item = is_number ? value_arg : PySequence_Fast_GET_ITEM(seq, c);
+        double v = PyFloat_AsDouble(item);
+        if ((v == -1.0 && PyErr_Occurred())
+            || store_value(v, m->type_num, &pattern.bytes[c * m->elem_size]) < 0) {
+            Py_XDECREF(seq);
+            return NULL;
+        }
+    }
+    Py_XDECREF(seq);
+
+    int pixel_bytes = m->channels * m->elem_size, uniform = 1;
+    for (int i = 1; i < pixel_bytes; i++)
+        uniform &= pattern.bytes[i] == pattern.bytes[0];
+    if (fm_device_enter(st, m->device, &guard) < 0)
+        return NULL;
+    cudaError_t err = cudaSuccess;
+    if (fm_device_buffer_use(st, m->buffer, stream) == 0) {
+        err = uniform ? cudaMemset2DAsync(m->data, m->pitch, pattern.bytes[0],
+                                          fm_gpumat_row_bytes(m), (size_t)m->height,
+                                          stream->handle)
+                      : fm_launch_fill(fm_gpumat_image(m), pattern, stream->handle);
+        if (err != cudaSuccess)
+            fm_cuda_error(st, err, "filling a %dx%dx%d image", m->height, m->width, m->channels);
+    }
+    fm_device_exit(&guard);
+    if (PyErr_Occurred())
+        return NULL;
+    Py_RETURN_NONE;
+}
+
+/* ---- views ------------------------------------------------------------- */
+
+static int slice_range(PyObject *key, int length, const char *axis, int *start, int *stop)
+{
+    Py_ssize_t a, b, step;
+    if (!PySlice_Check(key)) {
+        PyErr_Format(PyExc_TypeError, "GpuMat %s index must be a slice, not %T", axis, key);
+        return -1;
+    }
+    if (PySlice_Unpack(key, &a, &b, &step) < 0)
+        return -1;
+    if (step != 1) {
+        PyErr_Format(PyExc_ValueError, "GpuMat %s slice step must be 1", axis);
+        return -1;
+    }
+    PySlice_AdjustIndices(length, &a, &b, step);
+    if (b <= a) {
+        PyErr_Format(PyExc_ValueError, "GpuMat %s slice selects nothing", axis);
+        return -1;
+    }
+    *start = (int)a;
+    *stop = (int)b;
+    return 0;
+}
+
+static PyObject *make_roi(fm_state *st, fm_GpuMat *m, int x, int y, int width, int height)
+{
+    char *data = m->data + (size_t)y * m->pitch + (size_t)x * m->channels * m->elem_size;
+    return (PyObject *)fm_gpumat_view(st, m->buffer, data, m->pitch, height, width,
+                                      m->channels, m->ndim, m->type_num, m->readonly);
+}
+
+static PyObject *GpuMat_subscript(PyObject *op, PyObject *key)
+{
+    fm_state *st = fm_state_of(op);
+    fm_GpuMat *m = fm_gpumat_check_open(st, op, "self");
+    if (m == NULL)
+        return NULL;
+    PyObject *rows = key, *cols = NULL, *chans = NULL;
+    if (PyTuple_Check(key)) {
+        Py_ssize_t n = PyTuple_GET_SIZE(key);
+        if (n < 1 || n > 3) {
+            PyErr_SetString(PyExc_IndexError, "GpuMat takes [rows, cols] slices");
+            return NULL;
+        }
+        rows = PyTuple_GET_ITEM(key, 0);
+        cols = n > 1 ? PyTuple_GET_ITEM(key, 1) : NULL;
+        chans = n > 2 ? PyTuple_GET_ITEM(key, 2) : NULL;
+    }
+    int y0, y1, x0 = 0, x1 = m->width;
+    if (slice_range(rows, m->height, "row", &y0, &y1) < 0)
+        return NULL;
+    if (cols != NULL && slice_range(cols, m->width, "column", &x0, &x1) < 0)
+        return NULL;
+    if (chans != NULL) {
+        int c0, c1;
+        if (slice_range(chans, m->channels, "channel", &c0, &c1) < 0)
+            return NULL;
+        if (c0 != 0 || c1 != m->channels) {
+            PyErr_SetString(PyExc_ValueError, "a GpuMat view keeps every channel");
+            return NULL;
+        }
+    }
+    return make_roi(st, m, x0, y0, x1 - x0, y1 - y0);
+}
+
+PyDoc_STRVAR(GpuMat_roi_doc,
+"roi($self, x, y, width, height, /)\n--\n\n"
+"A view of a rectangle of this image sharing its memory (as m[y:y+height,\n"
+"x:x+width]).");
+
+static PyObject *GpuMat_roi(PyObject *op, PyObject *args)
+{
+    int x, y, w, h;
+    if (!PyArg_ParseTuple(args, "iiii:roi", &x, &y, &w, &h))
+        return NULL;
+    fm_state *st = fm_state_of(op);
+    fm_GpuMat *m = fm_gpumat_check_open(st, op, "self");
+    if (m == NULL)
+        return NULL;
+    if (x < 0 || y < 0 || w < 1 || h < 1 || x > m->width - w || y > m->height - h) {
+        PyErr_Format(PyExc_ValueError,
+                     "roi (x=%d, y=%d, width=%d, height=%d) is not inside the %dx%d image",
+                     x, y, w, h, m->width, m->height);
+        return NULL;
+    }
+    return make_roi(st, m, x, y, w, h);
+}
+
+/* ---- lifetime ---------------------------------------------------------- */
+
+PyDoc_STRVAR(GpuMat_close_doc,
+"close($self, /)\n--\n\n"
+"Releases this GpuMat's device memory once the work queued on it is done\n"
+"(views and DLPack exports keep it alive). After a __cuda_array_interface__\n"
+"export the memory stays until the object itself is gone, since consumers\n"
+"of that protocol hold the object, not the memory. Idempotent.");
+
+static PyObject *GpuMat_close(PyObject *op, PyObject *Py_UNUSED(ignored))
+{
+    fm_GpuMat *m = (fm_GpuMat *)op;
+    m->closed = 1;
+    if (!m->cai_exported)
+        Py_CLEAR(m->buffer);
+    Py_RETURN_NONE;
+}
+
+static PyObject *GpuMat_enter(PyObject *op, PyObject *Py_UNUSED(ignored))
+{
+    if (fm_gpumat_check_open(fm_state_of(op), op, "self") == NULL)
+        return NULL;
+    return Py_NewRef(op);
+}
+
+static PyObject *GpuMat_exit(PyObject *op, PyObject *Py_UNUSED(args))
+{
+    return GpuMat_close(op, NULL);
+}
+
+static int GpuMat_traverse(PyObject *op, visitproc visit, void *arg)
+{
+    Py_VISIT(((fm_GpuMat *)op)->buffer);
+    Py_VISIT(Py_TYPE(op));
+    return 0;
+}
+
+static int GpuMat_clear(PyObject *op)
+{
+    Py_CLEAR(((fm_GpuMat *)op)->buffer);
+    return 0;
+}
+
+static void GpuMat_dealloc(PyObject *op)
+{
+    PyTypeObject *tp = Py_TYPE(op);
+    PyObject_GC_UnTrack(op);
+    GpuMat_clear(op);
+    tp->tp_free(op);
+    Py_DECREF(tp);
+}
+
+/* ---- attributes -------------------------------------------------------- */
+
+static fm_GpuMat *open_self(PyObject *op)
+{
+    return fm_gpumat_check_open(fm_state_of(op), op, "self");
+}
+
+static PyObject *GpuMat_get_shape(PyObject *op, void *Py_UNUSED(closure))
+{
+    fm_GpuMat *m = (fm_GpuMat *)op;
+    if (m->ndim == 3)
+        return Py_BuildValue("(iii)", m->height, m->width, m->channels);
+    return Py_BuildValue("(ii)", m->height, m->width);
+}
+
+static PyObject *GpuMat_get_dtype(PyObject *op, void *Py_UNUSED(closure))
+{
+    return (PyObject *)PyArray_DescrFromType(((fm_GpuMat *)op)->type_num);
+}
+
+static PyObject *GpuMat_get_nbytes(PyObject *op, void *Py_UNUSED(closure))
+{
+    fm_GpuMat *m = (fm_GpuMat *)op;
+    return PyLong_FromSize_t(fm_gpumat_row_bytes(m) * (size_t)m->height);
+}
+
+static PyObject *GpuMat_get_ptr(PyObject *op, void *Py_UNUSED(closure))
+{
+    fm_GpuMat *m = open_self(op);
+    return m ? PyLong_FromSize_t((size_t)(uintptr_t)m->data) : NULL;
+}
+
+static PyObject *GpuMat_get_closed(PyObject *op, void *Py_UNUSED(closure))
+{
+    return PyBool_FromLong(((fm_GpuMat *)op)->closed);
+}
+
+static PyObject *GpuMat_get_readonly(PyObject *op, void *Py_UNUSED(closure))
+{
+    return PyBool_FromLong(((fm_GpuMat *)op)->readonly);
+}
+
+static PyObject *GpuMat_get_is_continuous(PyObject *op, void *Py_UNUSED(closure))
+{
+    fm_GpuMat *m = (fm_GpuMat *)op;
+    return PyBool_FromLong(m->height == 1 || m->pitch == fm_gpumat_row_bytes(m));
+}
+
+static PyObject *GpuMat_repr(PyObject *op)
+{
+    fm_GpuMat *m = (fm_GpuMat *)op;
+    if (m->closed)
+        return PyUnicode_FromString("<fastmog.GpuMat closed>");
+    return PyUnicode_FromFormat("<fastmog.GpuMat %dx%dx%d %s device=%d pitch=%zu%s>",
+                                m->height, m->width, m->channels, type_name(m->type_num),
+                                m->device, m->pitch, m->readonly ? " read-only" : "");
+}
+
+PyDoc_STRVAR(GpuMat_repr_html_doc,
+"_repr_html_($self, /)\n--\n\n"
+"Metadata as an HTML table for notebooks; never copies or synchronizes.");
+
+static PyObject *GpuMat_repr_html(PyObject *op, PyObject *Py_UNUSED(ignored))
+{
+    fm_GpuMat *m = (fm_GpuMat *)op;
+    if (m->closed)
+        return PyUnicode_FromString("<code>fastmog.GpuMat</code> (closed)");
+    return PyUnicode_FromFormat(
+        "<table><caption><code>fastmog.GpuMat</code></caption>"
+        "<tr><th>shape</th><td>%d &times; %d &times; %d</td></tr>"
+        "<tr><th>dtype</th><td>%s</td></tr>"
+        "<tr><th>device</th><td>%d</td></tr>"
+        "<tr><th>pitch</th><td>%zu bytes</td></tr></table>",
+        m->height, m->width, m->channels, type_name(m->type_num), m->device, m->pitch);
+}
+
+static PyMethodDef GpuMat_methods[] = {
+    {"from_array", (PyCFunction)(void (*)(void))GpuMat_from_array,
+     METH_VARARGS | METH_KEYWORDS | METH_CLASS, GpuMat_from_array_doc},
+    {"upload", (PyCFunction)(void (*)(void))GpuMat_upload,
+     METH_VARARGS | METH_KEYWORDS, GpuMat_upload_doc},
+    {"download", (PyCFunction)(void (*)(void))GpuMat_download,
+     METH_VARARGS | METH_KEYWORDS, GpuMat_download_doc},
+    {"copy_to", (PyCFunction)(void (*)(void))GpuMat_copy_to,
+     METH_VARARGS | METH_KEYWORDS, GpuMat_copy_to_doc},
+    {"fill", (PyCFunction)(void (*)(void))GpuMat_fill,
+     METH_VARARGS | METH_KEYWORDS, GpuMat_fill_doc},
+    {"roi", GpuMat_roi, METH_VARARGS, GpuMat_roi_doc},
+    {"close", GpuMat_close, METH_NOARGS, GpuMat_close_doc},
+    {"__enter__", GpuMat_enter, METH_NOARGS, NULL},
+    {"__exit__", GpuMat_exit, METH_VARARGS, NULL},
+    {"__dlpack__", (PyCFunction)(void (*)(void))fm_gpumat_dlpack,
+     METH_VARARGS | METH_KEYWORDS,
+     "__dlpack__($self, /, *, stream=None, max_version=None, dl_device=None, copy=None)\n--\n\n"
+     "DLPack export, zero-copy. The consumer's `stream` is made to wait (on the\n"
+     "GPU) for the work queued on this image; the host never waits."},
+    {"__dlpack_device__", (PyCFunction)fm_gpumat_dlpack_device, METH_NOARGS,
+     "__dlpack_device__($self, /)\n--\n\n(kDLCUDA, device)."},
+    {"_repr_html_", GpuMat_repr_html, METH_NOARGS, GpuMat_repr_html_doc},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyMemberDef GpuMat_members[] = {
+    {"height", T_INT, offsetof(fm_GpuMat, height), READONLY, "Rows."},
+    {"width", T_INT, offsetof(fm_GpuMat, width), READONLY, "Pixels per row."},
+    {"channels", T_INT, offsetof(fm_GpuMat, channels), READONLY, "Values per pixel: 1, 3 or 4."},
+    {"ndim", T_INT, offsetof(fm_GpuMat, ndim), READONLY, "2 for H x W, 3 for H x W x C."},
+    {"itemsize", T_INT, offsetof(fm_GpuMat, elem_size), READONLY, "Bytes per value."},
+    {"pitch", T_PYSSIZET, offsetof(fm_GpuMat, pitch), READONLY, "Bytes between row starts."},
+    {"device", T_INT, offsetof(fm_GpuMat, device), READONLY, "CUDA device of the memory."},
+    {NULL, 0, 0, 0, NULL},
+};
+
+static PyGetSetDef GpuMat_getset[] = {
+    {"shape", GpuMat_get_shape, NULL, "(height, width) or (height, width, channels).", NULL},
+    {"dtype", GpuMat_get_dtype, NULL, "numpy dtype of the values.", NULL},
+    {"nbytes", GpuMat_get_nbytes, NULL, "Bytes of pixel data (rows without padding).", NULL},
+    {"ptr", GpuMat_get_ptr, NULL, "Device address of the first pixel.", NULL},
+    {"closed", GpuMat_get_closed, NULL, "True once close() has run.", NULL},
+    {"readonly", GpuMat_get_readonly, NULL, "True for a read-only view of foreign memory.", NULL},
+    {"is_continuous", GpuMat_get_is_continuous, NULL, "True if rows have no padding.", NULL},
+    {"__cuda_array_interface__", (getter)fm_gpumat_cuda_array_interface, NULL,
+     "CUDA Array Interface, version 3 (zero-copy).", NULL},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
+PyDoc_STRVAR(GpuMat_doc,
+"GpuMat(shape, dtype=numpy.uint8, *, device=None)\n--\n\n"
+"An image in device memory with pitched rows: shape (H, W) or (H, W, C)\n"
+"with C in 1, 3, 4. The constructor leaves it uninitialised; use\n"
+"GpuMat.from_array(a, stream=s), upload(), fill() or copy_to() to fill it.\n"
+"m[y0:y1, x0:x1] is a view sharing memory. close() or a with-block\n"
+"releases the memory in stream order.");
+
+static PyType_Slot GpuMat_slots[] = {
+    {Py_tp_new, GpuMat_new},
+    {Py_tp_dealloc, GpuMat_dealloc},
+    {Py_tp_traverse, GpuMat_traverse},
+    {Py_tp_clear, GpuMat_clear},
+    {Py_tp_repr, GpuMat_repr},
+    {Py_tp_methods, GpuMat_methods},
+    {Py_tp_members, GpuMat_members},
+    {Py_tp_getset, GpuMat_getset},
+    {Py_mp_subscript, GpuMat_subscript},
+    {Py_tp_doc, (void *)GpuMat_doc},
+    {0, NULL},
+};
+
+PyType_Spec fm_gpumat_spec = {
+    .name = "fastmog.GpuMat",
+    .basicsize = sizeof(fm_GpuMat),
+    .flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_IMMUTABLETYPE,
+    .slots = GpuMat_slots,
+};

@@ -1,0 +1,80 @@
+/* Objects kept alive until the GPU work that uses their memory is done:
+ * the numpy source of an asynchronous upload, the destination of a
+ * non-blocking download, a staging buffer, foreign device memory. */
+#include "fastmog.h"
+
+int fm_keepalive_add(fm_state *st, fm_Stream *stream, PyObject *obj)
+{
+    fm_keepalive *list = &st->keepalive;
+    cudaEvent_t event;
+
+    fm_keepalive_sweep(st);
+    if (list->n == list->cap) {
+        size_t cap = list->cap ? 2 * list->cap : 32;
+        fm_pending_release *grown = PyMem_Realloc(list->items, cap * sizeof(*grown));
+        if (grown == NULL) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        list->items = grown;
+        list->cap = cap;
+    }
+    /* The caller has made stream->device current. */
+    if (fm_fence_acquire(st, stream->device, &event) < 0)
+        return -1;
+    cudaError_t err = cudaEventRecord(event, stream->handle);
+    if (err != cudaSuccess) {
+        fm_fence_release(st, stream->device, event);
+        return fm_cuda_fail(st, err, "recording when a buffer may be released");
+    }
+    fm_pending_release *item = &list->items[list->n++];
+    item->event = event;
+    item->device = stream->device;
+    item->obj = Py_NewRef(obj);
+    return 0;
+}
+
+void fm_keepalive_sweep(fm_state *st)
+{
+    fm_keepalive *list = &st->keepalive;
+    if (list->n == 0)
+        return;
+
+    /* Collect first, release after: a released object's dealloc may add to
+     * this list again. A small batch per sweep keeps the hot path short. */
+    enum { BATCH = 64 };
+    PyObject *done[BATCH];
+    size_t n_done = 0, kept = 0;
+    for (size_t i = 0; i < list->n; i++) {
+        fm_pending_release item = list->items[i];
+        cudaError_t err = n_done < BATCH ? cudaEventQuery(item.event) : cudaErrorNotReady;
+        if (err == cudaErrorNotReady) {
+            list->items[kept++] = item;
+            continue;
+        }
+        /* Done, or the context is broken and the work will never run:
+         * either way nothing on the GPU will touch the object again. */
+        (void)cudaGetLastError();
+        fm_fence_release(st, item.device, item.event);
+        done[n_done++] = item.obj;
+    }
+    list->n = kept;
+    for (size_t i = 0; i < n_done; i++)
+        Py_DECREF(done[i]);
+}
+
+void fm_keepalive_clear(fm_state *st)
+{
+    fm_keepalive *list = &st->keepalive;
+    fm_pending_release *items = list->items;
+    size_t n = list->n;
+    list->items = NULL;
+    list->n = list->cap = 0;
+    for (size_t i = 0; i < n; i++) {
+        /* Teardown may wait: the GPU could still be reading the memory. */
+        (void)cudaEventSynchronize(items[i].event);
+        (void)cudaEventDestroy(items[i].event);
+        Py_DECREF(items[i].obj);
+    }
+    PyMem_Free(items);
+}

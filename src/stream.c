@@ -1,0 +1,528 @@
+/* fastmog.Stream: an owned or wrapped CUDA stream. */
+#include "fastmog.h"
+
+#include <structmember.h>
+
+static const char stream_required_msg[] =
+    "stream= is required: pass fastmog.Stream() for a new stream, or "
+    "fastmog.Stream.null() for the legacy default stream";
+
+fm_Stream *fm_require_stream(fm_state *st, PyObject *arg, int device)
+{
+    if (arg == NULL || arg == Py_None) {
+        PyErr_SetString(PyExc_TypeError, stream_required_msg);
+        return NULL;
+    }
+    if (!Py_IS_TYPE(arg, st->Stream_type)) {
+        PyErr_Format(PyExc_TypeError,
+                     "stream= must be a fastmog.Stream, not %T; wrap a CuPy, "
+                     "PyTorch or raw CUDA stream with fastmog.Stream.wrap(s)", arg);
+        return NULL;
+    }
+    fm_Stream *stream = (fm_Stream *)arg;
+    if (stream->closed) {
+        PyErr_SetString(PyExc_ValueError, "stream is closed");
+        return NULL;
+    }
+    if (device >= 0 && stream->device != device) {
+        PyErr_Format(PyExc_ValueError,
+                     "stream is on device %d but the data is on device %d",
+                     stream->device, device);
+        return NULL;
+    }
+    return stream;
+}
+
+static fm_Stream *stream_alloc(PyTypeObject *type)
+{
+    fm_Stream *self = (fm_Stream *)type->tp_alloc(type, 0);
+    if (self == NULL)
+        return NULL;
+    self->handle = NULL;
+    self->device = -1;
+    self->owned = 0;
+    self->closed = 1;   /* until a handle is attached */
+    self->owner = NULL;
+    return self;
+}
+
+static PyObject *Stream_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
+{
+    static char *kwlist[] = {"device", "priority", "non_blocking", NULL};
+    fm_state *st = fm_state_of_type(type);
+    PyObject *device_arg = Py_None;
+    int priority = 0, non_blocking = 1;
+    int device, least, greatest;
+    fm_device_guard guard = {0, 0};
+    fm_Stream *self = NULL;
+
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|$Oip:Stream", kwlist,
+                                     &device_arg, &priority, &non_blocking))
+        return NULL;
+    if (fm_resolve_device(st, device_arg, &device) < 0)
+        return NULL;
+    if (fm_device_enter(st, device, &guard) < 0)
+        return NULL;
+    self = stream_alloc(type);
+    if (self == NULL)
+        goto error;
+    cudaError_t err = cudaDeviceGetStreamPriorityRange(&least, &greatest);
+    if (err != cudaSuccess) {
+        fm_cuda_error(st, err, "reading the stream priority range of device %d", device);
+        goto error;
+    }
+    if (priority < greatest || priority > least) {
+        PyErr_Format(PyExc_ValueError,
+                     "priority=%d is outside device %d's range [%d, %d] "
+                     "(lower numbers run first)", priority, device, greatest, least);
+        goto error;
+    }
+    err = cudaStreamCreateWithPriority(
+        &self->handle, non_blocking ? cudaStreamNonBlocking : cudaStreamDefault,
+        priority);
+    if (err != cudaSuccess) {
+        fm_cuda_error(st, err, "creating a stream on device %d", device);
+        goto error;
+    }
+    self->device = device;
+    self->owned = 1;
+    self->closed = 0;
+    fm_device_exit(&guard);
+    return (PyObject *)self;
+
+error:
+    fm_device_exit(&guard);
+    Py_XDECREF(self);
+    return NULL;
+}
+
+PyDoc_STRVAR(Stream_null_doc,
+"null($cls, /, *, device=None)\n--\n\n"
+"The legacy default stream of `device`. It synchronizes with every blocking\n"
+"stream of the device; fastmog uses it only when asked for by name.");
+
+static PyObject *Stream_null(PyTypeObject *type, PyObject *args, PyObject *kwargs)
+{
+    static char *kwlist[] = {"device", NULL};
+    fm_state *st = fm_state_of_type(type);
+    PyObject *device_arg = Py_None;
+    int device;
+
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|$O:null", kwlist, &device_arg))
+        return NULL;
+    if (fm_resolve_device(st, device_arg, &device) < 0)
+        return NULL;
+    fm_Stream *self = stream_alloc(type);
+    if (self == NULL)
+        return NULL;
+    self->handle = cudaStreamLegacy;
+    self->device = device;
+    self->closed = 0;
+    return (PyObject *)self;
+}
+
+/* Reads a stream handle out of a foreign object: an int, the
+ * __cuda_stream__ protocol, PyTorch's .cuda_stream or CuPy's .ptr. */
+static int foreign_stream_handle(PyObject *obj, uintptr_t *handle)
+{
+    PyObject *value = NULL;
+
+    if (PyLong_Check(obj) && !PyBool_Check(obj)) {
+        value = Py_NewRef(obj);
+    }
+    else if (PyObject_HasAttrString(obj, "__cuda_stream__")) {
+        PyObject *proto = PyObject_GetAttrString(obj, "__cuda_stream__");
+        if (proto == NULL)
+            return -1;
+        PyObject *pair = PyCallable_Check(proto) ? PyObject_CallNoArgs(proto)
+                                                 : Py_NewRef(proto);
+        Py_DECREF(proto);
+        if (pair == NULL)
+            return -1;
+        if (!PyTuple_Check(pair) || PyTuple_GET_SIZE(pair) != 2) {
+            PyErr_Format(PyExc_TypeError,
+                         "%T.__cuda_stream__ must give a (version, handle) tuple", obj);
+            Py_DECREF(pair);
+            return -1;
+        }
+        value = Py_NewRef(PyTuple_GET_ITEM(pair, 1));
+        Py_DECREF(pair);
+    }
+    else if (PyObject_HasAttrString(obj, "cuda_stream")) {
+        value = PyObject_GetAttrString(obj, "cuda_stream");
+    }
+    else if (PyObject_HasAttrString(obj, "ptr")) {
+        value = PyObject_GetAttrString(obj, "ptr");
+    }
+    else {
+        PyErr_Format(PyExc_TypeError,
+                     "cannot wrap %T as a stream: expected an int handle or an object "
+                     "with __cuda_stream__ (CuPy, PyTorch, cuda.core)", obj);
+        return -1;
+    }
+    if (value == NULL)
+        return -1;
+    if (!PyLong_Check(value)) {
+        PyErr_Format(PyExc_TypeError, "stream handle must be an int, not %T", value);
+        Py_DECREF(value);
+        return -1;
+    }
+    *handle = (uintptr_t)PyLong_AsUnsignedLongLong(value);
+    Py_DECREF(value);
+    if (PyErr_Occurred()) {
+        PyErr_SetString(PyExc_ValueError, "stream handle must be a non-negative int");
+        return -1;
+    }
+    return 0;
+}
+
+PyDoc_STRVAR(Stream_wrap_doc,
+"wrap($cls, obj, /, *, device=None)\n--\n\n"
+"Wraps a foreign CUDA stream without taking it over: `obj` is an object with\n"
+"the __cuda_stream__ protocol (CuPy, PyTorch, cuda.core) or a raw handle.\n"
+"The wrapper keeps `obj` alive; closing it never destroys the stream.");
+
+static PyObject *Stream_wrap(PyTypeObject *type, PyObject *args, PyObject *kwargs)
+{
+    static char *kwlist[] = {"", "device", NULL};
+    fm_state *st = fm_state_of_type(type);
+    PyObject *obj, *device_arg = Py_None;
+    uintptr_t raw;
+    int device;
+
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|$O:wrap", kwlist, &obj, &device_arg))
+        return NULL;
+    if (Py_IS_TYPE(obj, st->Stream_type))
+        return Py_NewRef(obj);
+    if (foreign_stream_handle(obj, &raw) < 0)
+        return NULL;
+    cudaStream_t handle = (cudaStream_t)raw;
+    if (raw == 0)
+        handle = cudaStreamLegacy;
+    if (handle == cudaStreamLegacy || handle == cudaStreamPerThread
+        || device_arg != Py_None) {
+        if (fm_resolve_device(st, device_arg, &device) < 0)
+            return NULL;
+    }
+    else {
+        cudaError_t err = cudaStreamGetDevice(handle, &device);
+        if (err != cudaSuccess)
+            return fm_cuda_error(st, err, "finding the device of stream 0x%zx", (size_t)raw);
+    }
+    fm_Stream *self = stream_alloc(type);
+    if (self == NULL)
+        return NULL;
+    self->handle = handle;
+    self->device = device;
+    self->closed = 0;
+    if (!PyLong_Check(obj))
+        self->owner = Py_NewRef(obj);
+    return (PyObject *)self;
+}
+
+static fm_Stream *open_stream(PyObject *op)
+{
+    fm_Stream *self = (fm_Stream *)op;
+    if (self->closed) {
+        PyErr_SetString(PyExc_ValueError, "stream is closed");
+        return NULL;
+    }
+    return self;
+}
+
+PyDoc_STRVAR(Stream_synchronize_doc,
+"synchronize($self, /)\n--\n\n"
+"Waits until all work queued on this stream is done. The GIL is released\n"
+"while waiting and Ctrl-C interrupts the wait.");
+
+static PyObject *Stream_synchronize(PyObject *op, PyObject *Py_UNUSED(ignored))
+{
+    fm_Stream *self = open_stream(op);
+    if (self == NULL)
+        return NULL;
+    fm_state *st = fm_state_of(op);
+    fm_device_guard guard;
+    if (fm_device_enter(st, self->device, &guard) < 0)
+        return NULL;
+    int rc = fm_wait_stream(st, self->handle, "synchronizing a stream");
+    fm_device_exit(&guard);
+    if (rc < 0)
+        return NULL;
+    fm_keepalive_sweep(st);
+    Py_RETURN_NONE;
+}
+
+PyDoc_STRVAR(Stream_query_doc,
+"query($self, /)\n--\n\n"
+"True if all work queued on this stream is done; never waits.");
+
+static PyObject *Stream_query(PyObject *op, PyObject *Py_UNUSED(ignored))
+{
+    fm_Stream *self = open_stream(op);
+    if (self == NULL)
+        return NULL;
+    fm_state *st = fm_state_of(op);
+    fm_device_guard guard;
+    if (fm_device_enter(st, self->device, &guard) < 0)
+        return NULL;
+    cudaError_t err = cudaStreamQuery(self->handle);
+    fm_device_exit(&guard);
+    if (err == cudaSuccess)
+        Py_RETURN_TRUE;
+    if (err == cudaErrorNotReady)
+        Py_RETURN_FALSE;
+    return fm_cuda_error(st, err, "querying a stream");
+}
+
+static fm_Event *require_event(fm_state *st, PyObject *arg)
+{
+    if (!Py_IS_TYPE(arg, st->Event_type)) {
+        PyErr_Format(PyExc_TypeError, "event must be a fastmog.Event, not %T", arg);
+        return NULL;
+    }
+    fm_Event *event = (fm_Event *)arg;
+    if (event->handle == NULL) {
+        PyErr_SetString(PyExc_ValueError, "event is closed");
+        return NULL;
+    }
+    return event;
+}
+
+PyDoc_STRVAR(Stream_wait_doc,
+"wait($self, event, /)\n--\n\n"
+"Makes work queued on this stream from now on wait for `event` (on the GPU;\n"
+"the host does not wait).");
+
+static PyObject *Stream_wait(PyObject *op, PyObject *arg)
+{
+    fm_Stream *self = open_stream(op);
+    if (self == NULL)
+        return NULL;
+    fm_state *st = fm_state_of(op);
+    fm_Event *event = require_event(st, arg);
+    if (event == NULL)
+        return NULL;
+    fm_device_guard guard;
+    if (fm_device_enter(st, self->device, &guard) < 0)
+        return NULL;
+    cudaError_t err = cudaStreamWaitEvent(self->handle, event->handle, 0);
+    fm_device_exit(&guard);
+    if (err != cudaSuccess)
+        return fm_cuda_error(st, err, "making a stream wait for an event");
+    Py_RETURN_NONE;
+}
+
+PyDoc_STRVAR(Stream_record_doc,
+"record($self, /, event=None)\n--\n\n"
+"Records `event` (a new timing Event if None) at this point of the stream\n"
+"and returns it.");
+
+static PyObject *Stream_record(PyObject *op, PyObject *args, PyObject *kwargs)
+{
+    static char *kwlist[] = {"event", NULL};
+    PyObject *event_arg = Py_None;
+    fm_Event *event = NULL;
+
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|O:record", kwlist, &event_arg))
+        return NULL;
+    fm_Stream *self = open_stream(op);
+    if (self == NULL)
+        return NULL;
+    fm_state *st = fm_state_of(op);
+    if (event_arg == Py_None)
+        event = fm_event_new(st, self->device, 1);
+    else if ((event = require_event(st, event_arg)) != NULL)
+        Py_INCREF(event);
+    if (event == NULL)
+        return NULL;
+    if (fm_event_record(st, event, self) < 0) {
+        Py_DECREF(event);
+        return NULL;
+    }
+    return (PyObject *)event;
+}
+
+/* Waits for queued work (GIL released), then drops the handle. Waiting keeps
+ * every stream-ordered free and fence recorded on this stream valid. */
+static int stream_close(fm_state *st, fm_Stream *self, int wait)
+{
+    if (self->closed)
+        return 0;
+    int rc = 0;
+    fm_device_guard guard = {0, 0};
+    if (fm_device_enter(st, self->device, &guard) < 0)
+        return -1;
+    if (wait) {
+        cudaError_t err;
+        Py_BEGIN_ALLOW_THREADS
+        err = cudaStreamSynchronize(self->handle);
+        Py_END_ALLOW_THREADS
+        if (err != cudaSuccess)
+            rc = fm_cuda_fail(st, err, "waiting for a stream before closing it");
+    }
+    if (self->owned) {
+        /* The runtime releases the stream once its queued work is done. */
+        cudaError_t err = cudaStreamDestroy(self->handle);
+        if (err != cudaSuccess && rc == 0)
+            rc = fm_cuda_fail(st, err, "destroying a stream");
+    }
+    fm_device_exit(&guard);
+    self->closed = 1;
+    self->handle = NULL;
+    Py_CLEAR(self->owner);
+    return rc;
+}
+
+PyDoc_STRVAR(Stream_close_doc,
+"close($self, /)\n--\n\n"
+"Waits for the work queued on this stream, then releases it (a wrapped\n"
+"stream is only let go of, never destroyed). Idempotent.");
+
+static PyObject *Stream_close(PyObject *op, PyObject *Py_UNUSED(ignored))
+{
+    if (stream_close(fm_state_of(op), (fm_Stream *)op, 1) < 0)
+        return NULL;
+    Py_RETURN_NONE;
+}
+
+static PyObject *Stream_enter(PyObject *op, PyObject *Py_UNUSED(ignored))
+{
+    if (open_stream(op) == NULL)
+        return NULL;
+    return Py_NewRef(op);
+}
+
+static PyObject *Stream_exit(PyObject *op, PyObject *Py_UNUSED(args))
+{
+    return Stream_close(op, NULL);
+}
+
+PyDoc_STRVAR(Stream_cuda_stream_doc,
+"__cuda_stream__($self, /)\n--\n\n"
+"The CUDA stream protocol: (0, handle).");
+
+static PyObject *Stream_cuda_stream(PyObject *op, PyObject *Py_UNUSED(ignored))
+{
+    fm_Stream *self = open_stream(op);
+    if (self == NULL)
+        return NULL;
+    return Py_BuildValue("(iK)", 0, (unsigned long long)(uintptr_t)self->handle);
+}
+
+static PyObject *Stream_get_handle(PyObject *op, void *Py_UNUSED(closure))
+{
+    fm_Stream *self = open_stream(op);
+    if (self == NULL)
+        return NULL;
+    return PyLong_FromUnsignedLongLong((unsigned long long)(uintptr_t)self->handle);
+}
+
+static PyObject *Stream_get_closed(PyObject *op, void *Py_UNUSED(closure))
+{
+    return PyBool_FromLong(((fm_Stream *)op)->closed);
+}
+
+static PyObject *Stream_get_is_null(PyObject *op, void *Py_UNUSED(closure))
+{
+    fm_Stream *self = (fm_Stream *)op;
+    return PyBool_FromLong(!self->closed && self->handle == cudaStreamLegacy);
+}
+
+static PyObject *Stream_repr(PyObject *op)
+{
+    fm_Stream *self = (fm_Stream *)op;
+    if (self->closed)
+        return PyUnicode_FromString("<fastmog.Stream closed>");
+    const char *kind = self->handle == cudaStreamLegacy ? "legacy default"
+                       : self->owned ? "owned" : "wrapped";
+    return PyUnicode_FromFormat("<fastmog.Stream %s 0x%zx device=%d>", kind,
+                                (size_t)(uintptr_t)self->handle, self->device);
+}
+
+static int Stream_traverse(PyObject *op, visitproc visit, void *arg)
+{
+    Py_VISIT(((fm_Stream *)op)->owner);
+    Py_VISIT(Py_TYPE(op));
+    return 0;
+}
+
+static int Stream_clear(PyObject *op)
+{
+    Py_CLEAR(((fm_Stream *)op)->owner);
+    return 0;
+}
+
+static void Stream_dealloc(PyObject *op)
+{
+    fm_Stream *self = (fm_Stream *)op;
+    PyTypeObject *tp = Py_TYPE(op);
+    PyObject_GC_UnTrack(op);
+    if (!self->closed) {
+        /* Nothing can refer to the stream any more, so no wait is needed:
+         * the runtime finishes queued work before releasing it. */
+        fm_saved_error saved = fm_error_save();
+        if (stream_close(fm_state_of(op), self, 0) < 0)
+            PyErr_WriteUnraisable(op);
+        fm_error_restore(saved);
+    }
+    Stream_clear(op);
+    tp->tp_free(op);
+    Py_DECREF(tp);
+}
+
+static PyMethodDef Stream_methods[] = {
+    {"null", (PyCFunction)(void (*)(void))Stream_null,
+     METH_VARARGS | METH_KEYWORDS | METH_CLASS, Stream_null_doc},
+    {"wrap", (PyCFunction)(void (*)(void))Stream_wrap,
+     METH_VARARGS | METH_KEYWORDS | METH_CLASS, Stream_wrap_doc},
+    {"synchronize", Stream_synchronize, METH_NOARGS, Stream_synchronize_doc},
+    {"query", Stream_query, METH_NOARGS, Stream_query_doc},
+    {"wait", Stream_wait, METH_O, Stream_wait_doc},
+    {"record", (PyCFunction)(void (*)(void))Stream_record,
+     METH_VARARGS | METH_KEYWORDS, Stream_record_doc},
+    {"close", Stream_close, METH_NOARGS, Stream_close_doc},
+    {"__enter__", Stream_enter, METH_NOARGS, NULL},
+    {"__exit__", Stream_exit, METH_VARARGS, NULL},
+    {"__cuda_stream__", Stream_cuda_stream, METH_NOARGS, Stream_cuda_stream_doc},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyMemberDef Stream_members[] = {
+    {"device", T_INT, offsetof(fm_Stream, device), READONLY,
+     "The CUDA device this stream belongs to."},
+    {NULL, 0, 0, 0, NULL},
+};
+
+static PyGetSetDef Stream_getset[] = {
+    {"handle", Stream_get_handle, NULL, "The raw cudaStream_t as an int.", NULL},
+    {"closed", Stream_get_closed, NULL, "True once close() has run.", NULL},
+    {"is_null", Stream_get_is_null, NULL, "True for the legacy default stream.", NULL},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
+PyDoc_STRVAR(Stream_doc,
+"Stream(*, device=None, priority=0, non_blocking=True)\n--\n\n"
+"An owned CUDA stream. Every GPU operation of fastmog takes one as its\n"
+"keyword-only `stream=`; fastmog never creates a stream on its own.\n"
+"Stream.null() gives the legacy default stream; Stream.wrap(obj) wraps a\n"
+"CuPy, PyTorch or raw stream. Use as a context manager or close() it.");
+
+static PyType_Slot Stream_slots[] = {
+    {Py_tp_new, Stream_new},
+    {Py_tp_dealloc, Stream_dealloc},
+    {Py_tp_traverse, Stream_traverse},
+    {Py_tp_clear, Stream_clear},
+    {Py_tp_repr, Stream_repr},
+    {Py_tp_methods, Stream_methods},
+    {Py_tp_members, Stream_members},
+    {Py_tp_getset, Stream_getset},
+    {Py_tp_doc, (void *)Stream_doc},
+    {0, NULL},
+};
+
+PyType_Spec fm_stream_spec = {
+    .name = "fastmog.Stream",
+    .basicsize = sizeof(fm_Stream),
+    .flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_IMMUTABLETYPE,
+    .slots = Stream_slots,
+};
