@@ -32,7 +32,7 @@ int fm_resolve_device(fm_state *st, PyObject *arg, int *device)
         return 0;
     }
     if (!PyLong_Check(arg) || PyBool_Check(arg)) {
-        PyErr_Format(PyExc_TypeError, "device must be an int or None, not %T", arg);
+        PyErr_Format(PyExc_TypeError, "device must be an int or None, not %.200s", Py_TYPE(arg)->tp_name);
         return -1;
     }
     long value = PyLong_AsLong(arg);

@@ -150,7 +150,7 @@ static PyObject *Event_elapsed_time(PyObject *op, PyObject *arg)
         return NULL;
     fm_state *st = fm_state_of(op);
     if (!Py_IS_TYPE(arg, st->Event_type)) {
-        PyErr_Format(PyExc_TypeError, "end must be a fastmog.Event, not %T", arg);
+        PyErr_Format(PyExc_TypeError, "end must be a fastmog.Event, not %.200s", Py_TYPE(arg)->tp_name);
         return NULL;
     }
     fm_Event *end = open_event(arg);

@@ -78,7 +78,7 @@ static int type_num_from_dtype_arg(PyObject *arg, int *type_num)
 fm_GpuMat *fm_gpumat_check_open(fm_state *st, PyObject *obj, const char *argname)
 {
     if (!Py_IS_TYPE(obj, st->GpuMat_type)) {
-        PyErr_Format(PyExc_TypeError, "%s must be a fastmog.GpuMat, not %T", argname, obj);
+        PyErr_Format(PyExc_TypeError, "%s must be a fastmog.GpuMat, not %.200s", argname, Py_TYPE(obj)->tp_name);
         return NULL;
     }
     fm_GpuMat *m = (fm_GpuMat *)obj;
@@ -223,7 +223,7 @@ static PyArrayObject *check_host_array(fm_GpuMat *m, PyObject *obj, const char *
                                        int writable, size_t *host_pitch)
 {
     if (!PyArray_Check(obj)) {
-        PyErr_Format(PyExc_TypeError, "%s must be a numpy array, not %T", argname, obj);
+        PyErr_Format(PyExc_TypeError, "%s must be a numpy array, not %.200s", argname, Py_TYPE(obj)->tp_name);
         return NULL;
     }
     PyArrayObject *a = (PyArrayObject *)obj;
@@ -388,7 +388,7 @@ static PyObject *GpuMat_from_array(PyTypeObject *type, PyObject *args, PyObject 
                                      &array_arg, &stream_arg, &device_arg))
         return NULL;
     if (!PyArray_Check(array_arg)) {
-        PyErr_Format(PyExc_TypeError, "array must be a numpy array, not %T", array_arg);
+        PyErr_Format(PyExc_TypeError, "array must be a numpy array, not %.200s", Py_TYPE(array_arg)->tp_name);
         return NULL;
     }
     PyArrayObject *a = (PyArrayObject *)array_arg;
@@ -405,12 +405,12 @@ static PyObject *GpuMat_from_array(PyTypeObject *type, PyObject *args, PyObject 
         PyErr_Format(PyExc_TypeError, "array dtype %R is not supported", (PyObject *)descr);
         return NULL;
     }
-    if (device_arg == Py_None && stream_arg != NULL && Py_IS_TYPE(stream_arg, st->Stream_type))
-        device = ((fm_Stream *)stream_arg)->device;
-    else if (fm_resolve_device(st, device_arg, &device) < 0)
-        return NULL;
-    fm_Stream *stream = fm_require_stream(st, stream_arg, device);
+    fm_Stream *stream = fm_require_stream(st, stream_arg, -1);
     if (stream == NULL)
+        return NULL;
+    device = stream->device;
+    if (device_arg != Py_None && (fm_resolve_device(st, device_arg, &device) < 0
+                                  || fm_require_stream(st, stream_arg, device) == NULL))
         return NULL;
     npy_intp *dims = PyArray_DIMS(a);
     if (check_geometry(dims[0], dims[1], nd == 3 ? dims[2] : 1, fm_supported_elem_size(type_num)) < 0)
@@ -689,7 +689,7 @@ static int slice_range(PyObject *key, int length, const char *axis, int *start, 
 {
     Py_ssize_t a, b, step;
     if (!PySlice_Check(key)) {
-        PyErr_Format(PyExc_TypeError, "GpuMat %s index must be a slice, not %T", axis, key);
+        PyErr_Format(PyExc_TypeError, "GpuMat %s index must be a slice, not %.200s", axis, Py_TYPE(key)->tp_name);
         return -1;
     }
     if (PySlice_Unpack(key, &a, &b, &step) < 0)

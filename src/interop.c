@@ -575,8 +575,8 @@ PyObject *fm_asgpumat(PyObject *module, PyObject *args, PyObject *kwargs)
     }
     else {
         PyErr_Format(PyExc_TypeError,
-                     "cannot view %T as a GpuMat: it has neither __cuda_array_interface__ "
-                     "nor __dlpack__", obj);
+                     "cannot view %.200s as a GpuMat: it has neither __cuda_array_interface__ "
+                     "nor __dlpack__", Py_TYPE(obj)->tp_name);
     }
     if (result != NULL && result->device != stream->device) {
         PyErr_Format(PyExc_ValueError, "the array is on device %d but the stream is on device %d",

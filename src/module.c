@@ -170,7 +170,7 @@ PyDoc_STRVAR(pinned_like_doc,
 static PyObject *pinned_like(PyObject *module, PyObject *arg)
 {
     if (!PyArray_Check(arg)) {
-        PyErr_Format(PyExc_TypeError, "array must be a numpy array, not %T", arg);
+        PyErr_Format(PyExc_TypeError, "array must be a numpy array, not %.200s", Py_TYPE(arg)->tp_name);
         return NULL;
     }
     PyArrayObject *a = (PyArrayObject *)arg;
@@ -191,7 +191,7 @@ PyDoc_STRVAR(is_pinned_doc,
 static PyObject *is_pinned(PyObject *module, PyObject *arg)
 {
     if (!PyArray_Check(arg)) {
-        PyErr_Format(PyExc_TypeError, "array must be a numpy array, not %T", arg);
+        PyErr_Format(PyExc_TypeError, "array must be a numpy array, not %.200s", Py_TYPE(arg)->tp_name);
         return NULL;
     }
     PyArrayObject *a = (PyArrayObject *)arg;

@@ -101,7 +101,7 @@ static int pool_acquire(fm_state *st, size_t nbytes, fm_pinned_block *out)
 
 fm_PinnedBuffer *fm_pinned_buffer_new(fm_state *st, size_t nbytes)
 {
-    fm_pinned_block block;
+    fm_pinned_block block = {NULL, 0};
     fm_PinnedBuffer *self = PyObject_New(fm_PinnedBuffer, st->PinnedBuffer_type);
     if (self == NULL)
         return NULL;

@@ -15,8 +15,9 @@ fm_Stream *fm_require_stream(fm_state *st, PyObject *arg, int device)
     }
     if (!Py_IS_TYPE(arg, st->Stream_type)) {
         PyErr_Format(PyExc_TypeError,
-                     "stream= must be a fastmog.Stream, not %T; wrap a CuPy, "
-                     "PyTorch or raw CUDA stream with fastmog.Stream.wrap(s)", arg);
+                     "stream= must be a fastmog.Stream, not %.200s; wrap a CuPy, "
+                     "PyTorch or raw CUDA stream with fastmog.Stream.wrap(s)",
+                     Py_TYPE(arg)->tp_name);
         return NULL;
     }
     fm_Stream *stream = (fm_Stream *)arg;
@@ -141,7 +142,7 @@ static int foreign_stream_handle(PyObject *obj, uintptr_t *handle)
             return -1;
         if (!PyTuple_Check(pair) || PyTuple_GET_SIZE(pair) != 2) {
             PyErr_Format(PyExc_TypeError,
-                         "%T.__cuda_stream__ must give a (version, handle) tuple", obj);
+                         "%.200s.__cuda_stream__ must give a (version, handle) tuple", Py_TYPE(obj)->tp_name);
             Py_DECREF(pair);
             return -1;
         }
@@ -156,14 +157,14 @@ static int foreign_stream_handle(PyObject *obj, uintptr_t *handle)
     }
     else {
         PyErr_Format(PyExc_TypeError,
-                     "cannot wrap %T as a stream: expected an int handle or an object "
-                     "with __cuda_stream__ (CuPy, PyTorch, cuda.core)", obj);
+                     "cannot wrap %.200s as a stream: expected an int handle or an object "
+                     "with __cuda_stream__ (CuPy, PyTorch, cuda.core)", Py_TYPE(obj)->tp_name);
         return -1;
     }
     if (value == NULL)
         return -1;
     if (!PyLong_Check(value)) {
-        PyErr_Format(PyExc_TypeError, "stream handle must be an int, not %T", value);
+        PyErr_Format(PyExc_TypeError, "stream handle must be an int, not %.200s", Py_TYPE(value)->tp_name);
         Py_DECREF(value);
         return -1;
     }
@@ -277,7 +278,7 @@ static PyObject *Stream_query(PyObject *op, PyObject *Py_UNUSED(ignored))
 static fm_Event *require_event(fm_state *st, PyObject *arg)
 {
     if (!Py_IS_TYPE(arg, st->Event_type)) {
-        PyErr_Format(PyExc_TypeError, "event must be a fastmog.Event, not %T", arg);
+        PyErr_Format(PyExc_TypeError, "event must be a fastmog.Event, not %.200s", Py_TYPE(arg)->tp_name);
         return NULL;
     }
     fm_Event *event = (fm_Event *)arg;
