@@ -125,3 +125,53 @@ def test_stream_close_waits_for_queued_work():
     m.download(out, stream=s, blocking=False)
     s.close()
     assert (out == 2.5).all()
+
+
+def _queue_seconds_of_work(stream, seconds_hint=3.0):
+    """Queues GPU work that runs for a few seconds (fills of a 512 MiB image)."""
+    big = fastmog.GpuMat((8192, 16384, 4), np.float32)
+    start, end = fastmog.Event(), fastmog.Event()
+    start.record(stream=stream)
+    big.fill((1.0, 2.0, 3.0, 4.0), stream=stream)
+    end.record(stream=stream)
+    end.synchronize()
+    per_fill = max(start.elapsed_time(end) / 1000.0, 1e-4)
+    for _ in range(int(seconds_hint / per_fill)):
+        big.fill((1.0, 2.0, 3.0, 4.0), stream=stream)
+    return big
+
+
+def _interrupt_after(delay):
+    import os
+    import signal
+
+    timer = threading.Timer(delay, lambda: os.kill(os.getpid(), signal.SIGINT))
+    timer.start()
+    return timer
+
+
+@pytest.mark.parametrize("wait", ["stream", "event", "download"])
+def test_long_waits_are_interruptible(wait):
+    stream = fastmog.Stream()
+    big = _queue_seconds_of_work(stream)
+    small = fastmog.GpuMat((4, 4))
+    small.fill(6, stream=stream)
+    event = stream.record()
+    timer = _interrupt_after(0.2)
+    t0 = time.perf_counter()
+    with pytest.raises(KeyboardInterrupt):
+        if wait == "stream":
+            stream.synchronize()
+        elif wait == "event":
+            event.synchronize()
+        else:
+            small.download(stream=stream)
+    elapsed = time.perf_counter() - t0
+    timer.join()
+    assert elapsed < 1.5, f"interrupt took {elapsed:.2f} s"
+    assert stream.query() is False, "the GPU work should still be running"
+    # everything stays usable
+    stream.synchronize()
+    assert (small.download(stream=stream) == 6).all()
+    del big
+    stream.close()

@@ -20,6 +20,8 @@ def main(argv=None):
     frame[:] = rng.integers(0, 256, frame.shape, dtype=np.uint8)
     with fastmog.Stream() as stream:
         image = fastmog.GpuMat(frame.shape, np.uint8)
+        image.upload(frame, stream=stream)     # warm-up: first use loads the kernels
+        image.download(stream=stream)
         start, end = fastmog.Event(), fastmog.Event()
         start.record(stream=stream)
         image.upload(frame, stream=stream)
