@@ -9,6 +9,8 @@
 #include <stddef.h>
 #include <cuda_runtime_api.h>
 
+#include "mog2_pixel.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -33,6 +35,35 @@ typedef struct fm_fill_pattern {
 /* Writes `pattern` (channels * elem_size bytes) into every pixel of `dst`. */
 cudaError_t fm_launch_fill(fm_image dst, fm_fill_pattern pattern,
                            cudaStream_t stream);
+
+/* A MOG2 model in device memory (layout in mog2_pixel.h): P = width*height
+ * pixels, `stride` = P. */
+typedef struct fm_mog2_model {
+    float *weight;
+    float *variance;
+    float *mean;
+    unsigned char *mode_count;
+    size_t stride;
+    int width;
+    int height;
+    int channels;
+} fm_mog2_model;
+
+/* Largest n_mixtures the kernels accept. */
+#define FM_MOG2_KERNEL_MAX_MIXTURES 8
+
+/* Updates `model` with `frame` (uint8 or float32 values, model.channels of
+ * them per pixel) and writes the uint8 `mask`. `known_foreground` is a uint8
+ * image whose non-zero pixels are foreground and not learned, or has
+ * data == NULL. */
+cudaError_t fm_launch_mog2_apply(fm_mog2_params params, fm_mog2_rates rates,
+                                 fm_image frame, fm_image known_foreground,
+                                 fm_image mask, fm_mog2_model model,
+                                 cudaStream_t stream);
+
+/* Writes the background image of `model` into `out` (uint8 or float32). */
+cudaError_t fm_launch_mog2_background(fm_mog2_params params, fm_mog2_model model,
+                                      fm_image out, cudaStream_t stream);
 
 #ifdef __cplusplus
 }

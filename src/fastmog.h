@@ -65,6 +65,8 @@ typedef struct fm_state {
     PyTypeObject *GpuMat_type;
     PyTypeObject *DeviceBuffer_type;
     PyTypeObject *PinnedBuffer_type;
+    PyTypeObject *MOG2_type;
+    PyTypeObject *MOG2Host_type;
     PyObject *CudaError;
     PyObject *numpy_dtype_uint8;    /* cached numpy.dtype('uint8') */
 
@@ -285,6 +287,15 @@ extern PyType_Spec fm_gpumat_spec;
 fm_GpuMat *fm_gpumat_new(fm_state *st, int device, int height, int width,
                          int channels, int ndim, int type_num);
 
+/* Uploads a numpy array of m's shape and dtype into `m` on `stream`. */
+int fm_gpumat_upload_array(fm_state *st, fm_GpuMat *m, PyObject *array,
+                           const char *argname, fm_Stream *stream);
+
+/* numpy has two numbers for some types (int32 is NPY_INT and maybe NPY_LONG):
+ * the one GpuMat uses, or -1 if unsupported. */
+int fm_canonical_type_num(PyArray_Descr *descr);
+const char *fm_type_name(int type_num);
+
 /* Checks that `obj` is an open GpuMat; returns it borrowed, or NULL. */
 fm_GpuMat *fm_gpumat_check_open(fm_state *st, PyObject *obj, const char *argname);
 
@@ -317,9 +328,19 @@ PyObject *fm_gpumat_dlpack(fm_GpuMat *self, PyObject *args, PyObject *kwargs);
 PyObject *fm_gpumat_dlpack_device(fm_GpuMat *self, PyObject *noargs);
 PyObject *fm_asgpumat(PyObject *module, PyObject *args, PyObject *kwargs);
 
+/* A GpuMat for a GpuMat (itself) or a CUDA-array/DLPack object (a view),
+ * usable on `stream`. New reference. */
+fm_GpuMat *fm_as_gpumat(fm_state *st, PyObject *obj, fm_Stream *stream);
+
 /* ---- module-level helpers (module.c) ------------------------------------ */
 
 /* Size of one pixel value for a supported numpy type number, or 0. */
 int fm_supported_elem_size(int type_num);
+
+/* ---- mog2.c, mog2_host.c ------------------------------------------------- */
+
+extern PyType_Spec fm_mog2_spec;
+extern PyType_Spec fm_mog2_host_spec;
+int fm_mog2_add_settings(PyTypeObject *type);
 
 #endif

@@ -23,8 +23,7 @@ int fm_supported_elem_size(int type_num)
     }
 }
 
-/* numpy has two numbers for some types (int32 is NPY_INT and maybe NPY_LONG). */
-static int canonical_type_num(PyArray_Descr *descr)
+int fm_canonical_type_num(PyArray_Descr *descr)
 {
     int type_num = descr->type_num;
     if (PyDataType_ISINTEGER(descr) && !PyDataType_ISBOOL(descr)) {
@@ -39,7 +38,7 @@ static int canonical_type_num(PyArray_Descr *descr)
     return fm_supported_elem_size(type_num) ? type_num : -1;
 }
 
-static const char *type_name(int type_num)
+const char *fm_type_name(int type_num)
 {
     switch (type_num) {
     case NPY_UINT8: return "uint8";
@@ -63,7 +62,7 @@ static int type_num_from_dtype_arg(PyObject *arg, int *type_num)
     }
     if (!PyArray_DescrConverter(arg, &descr))
         return -1;
-    int num = PyDataType_ISNOTSWAPPED(descr) ? canonical_type_num(descr) : -1;
+    int num = PyDataType_ISNOTSWAPPED(descr) ? fm_canonical_type_num(descr) : -1;
     Py_DECREF(descr);
     if (num < 0) {
         PyErr_Format(PyExc_TypeError,
@@ -153,7 +152,7 @@ fm_GpuMat *fm_gpumat_new(fm_state *st, int device, int height, int width,
     size_t pitch = (row_bytes + FM_PITCH_ALIGN - 1) / FM_PITCH_ALIGN * FM_PITCH_ALIGN;
     char what[96];
     snprintf(what, sizeof what, "a %dx%dx%d %s GpuMat", height, width, channels,
-             type_name(type_num));
+             fm_type_name(type_num));
     fm_DeviceBuffer *buffer = fm_device_buffer_alloc(st, device, pitch * (size_t)height, what);
     if (buffer == NULL)
         return NULL;
@@ -243,9 +242,9 @@ static PyArrayObject *check_host_array(fm_GpuMat *m, PyObject *obj, const char *
         return NULL;
     }
     PyArray_Descr *descr = PyArray_DESCR(a);
-    if (!PyDataType_ISNOTSWAPPED(descr) || canonical_type_num(descr) != m->type_num) {
+    if (!PyDataType_ISNOTSWAPPED(descr) || fm_canonical_type_num(descr) != m->type_num) {
         PyErr_Format(PyExc_TypeError, "%s has dtype %R but the GpuMat is %s",
-                     argname, (PyObject *)descr, type_name(m->type_num));
+                     argname, (PyObject *)descr, fm_type_name(m->type_num));
         return NULL;
     }
     npy_intp elem = m->elem_size;
@@ -341,13 +340,24 @@ PyDoc_STRVAR(GpuMat_upload_doc,
 "a pageable one goes through a pinned staging buffer, so the call never\n"
 "waits for the GPU either way.");
 
+int fm_gpumat_upload_array(fm_state *st, fm_GpuMat *m, PyObject *array,
+                           const char *argname, fm_Stream *stream)
+{
+    size_t host_pitch;
+    fm_device_guard guard;
+    PyArrayObject *a = check_host_array(m, array, argname, 0, &host_pitch);
+    if (a == NULL || fm_device_enter(st, m->device, &guard) < 0)
+        return -1;
+    int rc = upload_impl(st, m, a, host_pitch, stream);
+    fm_device_exit(&guard);
+    return rc;
+}
+
 static PyObject *GpuMat_upload(PyObject *op, PyObject *args, PyObject *kwargs)
 {
     static char *kwlist[] = {"", "stream", NULL};
     PyObject *array_arg, *stream_arg = NULL;
     fm_state *st = fm_state_of(op);
-    size_t host_pitch;
-    fm_device_guard guard;
 
     if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|$O:upload", kwlist, &array_arg, &stream_arg))
         return NULL;
@@ -355,16 +365,7 @@ static PyObject *GpuMat_upload(PyObject *op, PyObject *args, PyObject *kwargs)
     if (m == NULL || check_writable(m, "self") < 0)
         return NULL;
     fm_Stream *stream = fm_require_stream(st, stream_arg, m->device);
-    if (stream == NULL)
-        return NULL;
-    PyArrayObject *a = check_host_array(m, array_arg, "array", 0, &host_pitch);
-    if (a == NULL)
-        return NULL;
-    if (fm_device_enter(st, m->device, &guard) < 0)
-        return NULL;
-    int rc = upload_impl(st, m, a, host_pitch, stream);
-    fm_device_exit(&guard);
-    if (rc < 0)
+    if (stream == NULL || fm_gpumat_upload_array(st, m, array_arg, "array", stream) < 0)
         return NULL;
     Py_RETURN_NONE;
 }
@@ -400,7 +401,7 @@ static PyObject *GpuMat_from_array(PyTypeObject *type, PyObject *args, PyObject 
         return NULL;
     }
     PyArray_Descr *descr = PyArray_DESCR(a);
-    int type_num = PyDataType_ISNOTSWAPPED(descr) ? canonical_type_num(descr) : -1;
+    int type_num = PyDataType_ISNOTSWAPPED(descr) ? fm_canonical_type_num(descr) : -1;
     if (type_num < 0) {
         PyErr_Format(PyExc_TypeError, "array dtype %R is not supported", (PyObject *)descr);
         return NULL;
@@ -556,8 +557,8 @@ static PyObject *GpuMat_copy_to(PyObject *op, PyObject *args, PyObject *kwargs)
     if (!same_geometry(src, dst)) {
         PyErr_Format(PyExc_ValueError,
                      "other is %dx%dx%d %s but self is %dx%dx%d %s", dst->height, dst->width,
-                     dst->channels, type_name(dst->type_num), src->height, src->width,
-                     src->channels, type_name(src->type_num));
+                     dst->channels, fm_type_name(dst->type_num), src->height, src->width,
+                     src->channels, fm_type_name(src->type_num));
         return NULL;
     }
     if (src->device != dst->device) {
@@ -604,7 +605,7 @@ static int store_value(double value, int type_num, unsigned char *out)
         PyObject *shown = PyFloat_FromDouble(value);
         if (shown != NULL)
             PyErr_Format(PyExc_ValueError, "fill value %R does not fit in %s", shown,
-                         type_name(type_num));
+                         fm_type_name(type_num));
         Py_XDECREF(shown);
         return -1;
     }
@@ -878,7 +879,7 @@ static PyObject *GpuMat_repr(PyObject *op)
     if (m->closed)
         return PyUnicode_FromString("<fastmog.GpuMat closed>");
     return PyUnicode_FromFormat("<fastmog.GpuMat %dx%dx%d %s device=%d pitch=%zu%s>",
-                                m->height, m->width, m->channels, type_name(m->type_num),
+                                m->height, m->width, m->channels, fm_type_name(m->type_num),
                                 m->device, m->pitch, m->readonly ? " read-only" : "");
 }
 
@@ -897,7 +898,7 @@ static PyObject *GpuMat_repr_html(PyObject *op, PyObject *Py_UNUSED(ignored))
         "<tr><th>dtype</th><td>%s</td></tr>"
         "<tr><th>device</th><td>%d</td></tr>"
         "<tr><th>pitch</th><td>%zu bytes</td></tr></table>",
-        m->height, m->width, m->channels, type_name(m->type_num), m->device, m->pitch);
+        m->height, m->width, m->channels, fm_type_name(m->type_num), m->device, m->pitch);
 }
 
 static PyMethodDef GpuMat_methods[] = {

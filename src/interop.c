@@ -537,21 +537,16 @@ error:
     return result;
 }
 
-PyObject *fm_asgpumat(PyObject *module, PyObject *args, PyObject *kwargs)
+fm_GpuMat *fm_as_gpumat(fm_state *st, PyObject *obj, fm_Stream *stream)
 {
-    static char *kwlist[] = {"", "stream", NULL};
-    fm_state *st = fm_state_of_module(module);
-    PyObject *obj, *stream_arg = NULL, *cai = NULL;
     fm_GpuMat *result = NULL;
     fm_device_guard guard;
 
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|$O:asgpumat", kwlist, &obj, &stream_arg))
-        return NULL;
     if (Py_IS_TYPE(obj, st->GpuMat_type)) {
         fm_GpuMat *m = fm_gpumat_check_open(st, obj, "obj");
-        if (m == NULL || fm_require_stream(st, stream_arg, m->device) == NULL)
+        if (m == NULL || fm_require_stream(st, (PyObject *)stream, m->device) == NULL)
             return NULL;
-        return Py_NewRef(obj);
+        return (fm_GpuMat *)Py_NewRef(obj);
     }
     if (PyArray_Check(obj)) {
         PyErr_SetString(PyExc_TypeError,
@@ -559,13 +554,10 @@ PyObject *fm_asgpumat(PyObject *module, PyObject *args, PyObject *kwargs)
                         "fastmog.GpuMat.from_array(a, stream=s)");
         return NULL;
     }
-    fm_Stream *stream = fm_require_stream(st, stream_arg, -1);
-    if (stream == NULL)
-        return NULL;
     if (fm_device_enter(st, stream->device, &guard) < 0)
         return NULL;
     if (PyObject_HasAttrString(obj, "__cuda_array_interface__")) {
-        cai = PyObject_GetAttrString(obj, "__cuda_array_interface__");
+        PyObject *cai = PyObject_GetAttrString(obj, "__cuda_array_interface__");
         if (cai != NULL)
             result = from_cuda_array_interface(st, obj, cai, stream);
         Py_XDECREF(cai);
@@ -586,5 +578,25 @@ PyObject *fm_asgpumat(PyObject *module, PyObject *args, PyObject *kwargs)
     if (result != NULL && fm_device_buffer_use(st, result->buffer, stream) < 0)
         Py_CLEAR(result);
     fm_device_exit(&guard);
-    return (PyObject *)result;
+    return result;
+}
+
+PyObject *fm_asgpumat(PyObject *module, PyObject *args, PyObject *kwargs)
+{
+    static char *kwlist[] = {"", "stream", NULL};
+    fm_state *st = fm_state_of_module(module);
+    PyObject *obj, *stream_arg = NULL;
+
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|$O:asgpumat", kwlist, &obj, &stream_arg))
+        return NULL;
+    if (PyArray_Check(obj)) {
+        PyErr_SetString(PyExc_TypeError,
+                        "asgpumat views device memory; upload a numpy array with "
+                        "fastmog.GpuMat.from_array(a, stream=s)");
+        return NULL;
+    }
+    fm_Stream *stream = fm_require_stream(st, stream_arg, -1);
+    if (stream == NULL)
+        return NULL;
+    return (PyObject *)fm_as_gpumat(st, obj, stream);
 }

@@ -322,6 +322,14 @@ static int module_exec(PyObject *module)
     st->PinnedBuffer_type = add_type(module, &fm_pinned_buffer_spec, 0);
     if (st->PinnedBuffer_type == NULL)
         return -1;
+    st->MOG2_type = add_type(module, &fm_mog2_spec, 1);
+    if (st->MOG2_type == NULL || fm_mog2_add_settings(st->MOG2_type) < 0)
+        return -1;
+    st->MOG2Host_type = add_type(module, &fm_mog2_host_spec, 0);
+    if (st->MOG2Host_type == NULL || fm_mog2_add_settings(st->MOG2Host_type) < 0
+        || PyModule_AddObjectRef(module, "_HostBackgroundSubtractorMOG2",
+                                 (PyObject *)st->MOG2Host_type) < 0)
+        return -1;
     st->CudaError = PyErr_NewExceptionWithDoc(
         "fastmog.CudaError",
         "A CUDA call failed. Attributes: name (e.g. 'cudaErrorMemoryAllocation'),\n"
@@ -340,6 +348,8 @@ static int module_traverse(PyObject *module, visitproc visit, void *arg)
     Py_VISIT(st->GpuMat_type);
     Py_VISIT(st->DeviceBuffer_type);
     Py_VISIT(st->PinnedBuffer_type);
+    Py_VISIT(st->MOG2_type);
+    Py_VISIT(st->MOG2Host_type);
     Py_VISIT(st->CudaError);
     for (size_t i = 0; i < st->keepalive.n; i++)
         Py_VISIT(st->keepalive.items[i].obj);
@@ -355,6 +365,8 @@ static int module_clear(PyObject *module)
     Py_CLEAR(st->GpuMat_type);
     Py_CLEAR(st->DeviceBuffer_type);
     Py_CLEAR(st->PinnedBuffer_type);
+    Py_CLEAR(st->MOG2_type);
+    Py_CLEAR(st->MOG2Host_type);
     Py_CLEAR(st->CudaError);
     return 0;
 }

@@ -6,6 +6,7 @@ fastmog creates a stream or synchronizes the device behind your back.
 then raises :class:`CudaError` saying why.
 """
 from ._fastmog import (
+    BackgroundSubtractorMOG2,
     CudaError,
     Event,
     GpuMat,
@@ -23,15 +24,27 @@ from ._fastmog import (
     pinned_zeros,
 )
 from ._diagnose import diagnose
+from . import cpu
+
+
+def createBackgroundSubtractorMOG2(history=500, varThreshold=16.0, detectShadows=True, *,
+                                   device=None):
+    """OpenCV-style factory with cv2.createBackgroundSubtractorMOG2's signature.
+    Unlike cv2.cuda, every GPU call on the result still needs stream=."""
+    return BackgroundSubtractorMOG2(history, varThreshold, detectShadows, device=device)
+
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "BackgroundSubtractorMOG2",
     "CudaError",
     "Event",
     "GpuMat",
     "Stream",
     "asgpumat",
+    "cpu",
+    "createBackgroundSubtractorMOG2",
     "cuda_available",
     "device_count",
     "device_properties",

@@ -1,0 +1,423 @@
+/*
+ * mog2_pixel.h - one pixel of MOG2 background subtraction, shared by the
+ * host C code (src/mog2_cpu.c) and the CUDA kernels.
+ *
+ * Goal: bit-exact agreement with OpenCV's CPU BackgroundSubtractorMOG2
+ * (modules/video/src/bgfg_gaussmix2.cpp, non-OpenCL path) for 4.x and 5.x.
+ * Every float operation below happens in the same order, with the same
+ * operand types, as in OpenCV; values OpenCV computes in double are computed
+ * in double here (host side, once per frame: see fm_mog2_make_rates()).
+ *
+ * Compilation requirements for exactness (IEEE binary32, round to nearest):
+ *   gcc/clang (host): -ffp-contract=off.  GCC's default is
+ *       -ffp-contract=fast, which fuses a*b+c into an FMA whenever the target
+ *       has one (-march=native, x86-64-v3, aarch64...) and changes results.
+ *       Do not use -ffast-math / -Ofast.  x86-64 SSE math (FLT_EVAL_METHOD 0)
+ *       is assumed; no x87.
+ *   nvcc (device): --fmad=false, and NOT --use_fast_math (keeps the defaults
+ *       -prec-div=true, -ftz=false, so '/' is correctly rounded and
+ *       denormals are kept, as on the CPU).
+ *
+ * The header has no dependency on <math.h>: comparisons are written out so
+ * that NaN behaves exactly as OpenCV's MIN/MAX macros and std::abs do.
+ *
+ * Model layout (structure of arrays, mode-major, P = pixels in the model,
+ * K = n_mixtures, C = channels):
+ *     weight  [k*P + i]            float
+ *     variance[k*P + i]            float
+ *     mean    [(k*C + c)*P + i]    float
+ *     mode_count[i]                uint8  (modes in use, 0..K)
+ * The per-pixel functions take pointers already offset by i and the stride P,
+ * so neighbouring threads touch neighbouring addresses (coalesced on GPU).
+ *
+ * Initial state: mode_count = 0 for every pixel is the whole initialisation
+ * (OpenCV zero-fills only its used-modes array; modes beyond mode_count are
+ * never read).  Zero-filling all arrays is also fine.
+ */
+#ifndef FASTMOG_MOG2_PIXEL_H
+#define FASTMOG_MOG2_PIXEL_H
+
+#include <stddef.h>
+
+#ifdef __CUDACC__
+#define FM_HOST_DEVICE __host__ __device__
+#else
+#define FM_HOST_DEVICE
+#endif
+
+/* OpenCV asserts nmixtures <= 255 and keeps the per-pixel count in a uchar.
+ * Nothing here allocates per-mode scratch, so the full range is supported;
+ * a kernel that caches modes in registers may impose a smaller limit. */
+#define FM_MOG2_MAX_MIXTURES 255
+/* Channels handled: 1 (grey), 2, 3 (BGR), 4 (BGRA).  Sizes the per-pixel
+ * difference scratch. */
+#define FM_MOG2_MAX_CHANNELS 4
+
+/* FLT_EPSILON (2^-23), written out so device code needs no <float.h>. */
+#define FM_MOG2_FLT_EPSILON 1.1920928955078125e-7f
+
+/* Defaults of cv::createBackgroundSubtractorMOG2() (same in 4.x and 5.x). */
+#define FM_MOG2_DEFAULT_HISTORY 500
+#define FM_MOG2_DEFAULT_VAR_THRESHOLD 16.0f      /* 4*4 */
+#define FM_MOG2_DEFAULT_N_MIXTURES 5
+#define FM_MOG2_DEFAULT_BACKGROUND_RATIO 0.9f
+#define FM_MOG2_DEFAULT_VAR_THRESHOLD_GEN 9.0f   /* 3*3 */
+#define FM_MOG2_DEFAULT_VAR_INIT 15.0f
+#define FM_MOG2_DEFAULT_VAR_MIN 4.0f
+#define FM_MOG2_DEFAULT_VAR_MAX 75.0f            /* 5*varInit */
+#define FM_MOG2_DEFAULT_CT 0.05f
+#define FM_MOG2_DEFAULT_SHADOW_VALUE 127
+#define FM_MOG2_DEFAULT_SHADOW_THRESHOLD 0.5f
+
+/*
+ * Algorithm parameters, already in the types the maths uses.
+ * OpenCV keeps varThreshold as a double but only ever uses (float)varThreshold;
+ * every other threshold is a float member.  Convert Python floats with a
+ * single (float) cast from double, as OpenCV's setters do.
+ * var_min / var_max are the user's values; the update uses
+ * MIN(var_min, var_max) and MAX(var_min, var_max) like OpenCV does.
+ */
+typedef struct fm_mog2_params {
+    int n_mixtures;                       /* K, 1..FM_MOG2_MAX_MIXTURES */
+    float var_threshold;                  /* Tb  (float)varThreshold */
+    float background_ratio;               /* TB */
+    float var_threshold_gen;              /* Tg */
+    float var_init;
+    float var_min;
+    float var_max;
+    float complexity_reduction_threshold; /* fCT; only enters via the double prune */
+    float shadow_threshold;               /* tau */
+    unsigned char shadow_value;           /* mask value for shadows */
+    unsigned char detect_shadows;         /* 0 / 1 */
+} fm_mog2_params;
+
+/* Per-frame constants derived from the effective learning rate. */
+typedef struct fm_mog2_rates {
+    float alpha_t; /* (float)learningRate */
+    float alpha1;  /* 1.f - alpha_t, computed in float */
+    float prune;   /* (float)(-learningRate * (double)fCT), computed in double */
+} fm_mog2_rates;
+
+static inline void fm_mog2_default_params(fm_mog2_params *p)
+{
+    p->n_mixtures = FM_MOG2_DEFAULT_N_MIXTURES;
+    p->var_threshold = FM_MOG2_DEFAULT_VAR_THRESHOLD;
+    p->background_ratio = FM_MOG2_DEFAULT_BACKGROUND_RATIO;
+    p->var_threshold_gen = FM_MOG2_DEFAULT_VAR_THRESHOLD_GEN;
+    p->var_init = FM_MOG2_DEFAULT_VAR_INIT;
+    p->var_min = FM_MOG2_DEFAULT_VAR_MIN;
+    p->var_max = FM_MOG2_DEFAULT_VAR_MAX;
+    p->complexity_reduction_threshold = FM_MOG2_DEFAULT_CT;
+    p->shadow_threshold = FM_MOG2_DEFAULT_SHADOW_THRESHOLD;
+    p->shadow_value = FM_MOG2_DEFAULT_SHADOW_VALUE;
+    p->detect_shadows = 1;
+}
+
+/*
+ * Frame bookkeeping, done by the caller once per apply(), as OpenCV does:
+ *
+ *   1. if (frames_seen == 0 || requested >= 1 || size/channels/depth changed)
+ *          reset the model (mode_count = 0) and frames_seen = 0;
+ *      (fm_mog2_needs_reset covers the first two conditions; note it tests
+ *       the *requested* rate, so apply(lr=1) always restarts the model.
+ *       OpenCV does not reset when nmixtures changes - its model layout is
+ *       then silently wrong; fastmog should reset on that too.)
+ *      A known-foreground mask does not change any of this: the frame still
+ *      counts.
+ *   2. frames_seen += 1;
+ *   3. rate = fm_mog2_learning_rate(requested, frames_seen, history);
+ *      (OpenCV asserts rate >= 0; a NaN or negative result is an error.)
+ *   4. rates = fm_mog2_make_rates(params, rate); run the pixels.
+ */
+static inline int fm_mog2_needs_reset(long frames_seen, double requested)
+{
+    return frames_seen == 0 || requested >= 1.0;
+}
+
+/* Effective learning rate.  frames_seen is the count *after* this frame was
+ * added.  A requested rate >= 0 is used from the second frame on; otherwise
+ * (negative = automatic, or the first frame after a reset) the rate is
+ * 1/min(2*frames_seen, history) in double: 1/2 on the first frame (1 if
+ * history == 1), 1/4 on the second, ... down to 1/history. */
+static inline double fm_mog2_learning_rate(double requested, long frames_seen,
+                                           int history)
+{
+    long twice, denom;
+    if (requested >= 0.0 && frames_seen > 1)
+        return requested;
+    twice = 2 * frames_seen;
+    denom = twice < (long)history ? twice : (long)history; /* std::min */
+    return 1.0 / (double)denom;
+}
+
+static inline fm_mog2_rates fm_mog2_make_rates(const fm_mog2_params *p,
+                                               double learning_rate)
+{
+    fm_mog2_rates r;
+    r.alpha_t = (float)learning_rate;
+    r.alpha1 = 1.0f - r.alpha_t;
+    /* OpenCV passes float(-learningRate*fCT): the product is a double. */
+    r.prune = (float)(-learning_rate * (double)p->complexity_reduction_threshold);
+    return r;
+}
+
+/* Swap modes a and b (weight, variance, all channel means) of one pixel. */
+FM_HOST_DEVICE static inline void fm_mog2_swap_modes(float *weight, float *variance,
+                                                     float *mean, size_t stride,
+                                                     int channels, int a, int b)
+{
+    float t;
+    int c;
+    t = weight[(size_t)a * stride];
+    weight[(size_t)a * stride] = weight[(size_t)b * stride];
+    weight[(size_t)b * stride] = t;
+    t = variance[(size_t)a * stride];
+    variance[(size_t)a * stride] = variance[(size_t)b * stride];
+    variance[(size_t)b * stride] = t;
+    for (c = 0; c < channels; ++c) {
+        size_t ia = ((size_t)a * channels + c) * stride;
+        size_t ib = ((size_t)b * channels + c) * stride;
+        t = mean[ia];
+        mean[ia] = mean[ib];
+        mean[ib] = t;
+    }
+}
+
+/*
+ * Shadow test (Prati et al.): is x a darker copy of one of the leading
+ * (background) modes?  Walks the modes in order until their cumulative weight
+ * exceeds TB, exactly like OpenCV's detectShadowGMM.
+ */
+FM_HOST_DEVICE static inline int fm_mog2_is_shadow(const fm_mog2_params *p,
+                                                   const float *x, int channels,
+                                                   int nmodes, const float *weight,
+                                                   const float *variance,
+                                                   const float *mean, size_t stride)
+{
+    const float tb = p->var_threshold;
+    const float tbr = p->background_ratio;
+    const float tau = p->shadow_threshold;
+    float wsum = 0.0f;
+    int m, c;
+
+    for (m = 0; m < nmodes; ++m) {
+        const float *mu = mean + (size_t)m * channels * stride;
+        float dot = 0.0f;  /* x . mu */
+        float norm = 0.0f; /* mu . mu */
+        for (c = 0; c < channels; ++c) {
+            dot += x[c] * mu[(size_t)c * stride];
+            norm += mu[(size_t)c * stride] * mu[(size_t)c * stride];
+        }
+        if (norm == 0.0f) /* black mode: brightness ratio undefined */
+            return 0;
+        /* brightness ratio a = dot/norm must lie in [tau, 1] */
+        if (dot <= norm && dot >= tau * norm) {
+            float a = dot / norm;
+            float dist2 = 0.0f;
+            for (c = 0; c < channels; ++c) {
+                float d = a * mu[(size_t)c * stride] - x[c];
+                dist2 += d * d;
+            }
+            /* left-to-right product, as OpenCV: ((Tb*var)*a)*a */
+            if (dist2 < tb * variance[(size_t)m * stride] * a * a)
+                return 1;
+        }
+        wsum += weight[(size_t)m * stride];
+        if (wsum > tbr)
+            return 0;
+    }
+    return 0;
+}
+
+/*
+ * Update one pixel's mixture with sample x (channel values as float: uint8
+ * frames are converted exactly, float frames used as is) and classify it.
+ * Returns the mask byte: 0 background, shadow_value shadow, 255 foreground.
+ *
+ * known_foreground != 0 (OpenCV 4.13+/5.x apply(image, knownForegroundMask,
+ * ...), mask value > 0): the pixel is reported as 255 and its model is left
+ * untouched for this frame - no decay, no fit, no new mode.
+ *
+ * Pointers are offset to pixel i; stride = P (see the layout above).
+ * Write the caller with a constant 'channels' so the loops unroll.
+ */
+FM_HOST_DEVICE static inline unsigned char
+fm_mog2_update_pixel(const fm_mog2_params *p, const fm_mog2_rates *r,
+                     const float *x, int channels, int known_foreground,
+                     float *weight, float *variance, float *mean, size_t stride,
+                     unsigned char *mode_count)
+{
+    const float alpha_t = r->alpha_t;
+    const float alpha1 = r->alpha1;
+    const float prune = r->prune;
+    const float tb = p->var_threshold;      /* background distance threshold */
+    const float tbr = p->background_ratio;  /* weight share that is background */
+    const float tg = p->var_threshold_gen;  /* "fits this mode" threshold */
+    const int kmax = p->n_mixtures;
+    /* OpenCV's MIN/MAX macros: MIN(a,b) = a > b ? b : a, MAX(a,b) = a < b ? b : a */
+    const float var_lo = p->var_min > p->var_max ? p->var_max : p->var_min;
+    const float var_hi = p->var_min < p->var_max ? p->var_max : p->var_min;
+    float diff[FM_MOG2_MAX_CHANNELS];
+    float wsum = 0.0f;
+    float inv;
+    int nmodes = *mode_count;
+    int background = 0;
+    int fitted = 0;
+    int m, c;
+
+    if (known_foreground)
+        return 255;
+
+    /* Pass over the modes, strongest first.  Note nmodes shrinks when a mode
+     * is pruned, which also shortens this loop (OpenCV does the same). */
+    for (m = 0; m < nmodes; ++m) {
+        /* every mode decays; prune <= 0 pushes weak modes below zero */
+        float w = alpha1 * weight[(size_t)m * stride] + prune;
+        int moved = 0;
+
+        if (!fitted) {
+            float var = variance[(size_t)m * stride];
+            float dist2 = 0.0f;
+            for (c = 0; c < channels; ++c) {
+                diff[c] = mean[((size_t)m * channels + c) * stride] - x[c];
+                dist2 += diff[c] * diff[c];
+            }
+
+            /* background if close to a mode inside the first TB of weight */
+            if (wsum < tbr && dist2 < tb * var)
+                background = 1;
+
+            if (dist2 < tg * var) {
+                float k, var_new;
+                fitted = 1;
+                w += alpha_t;
+                k = alpha_t / w;
+                for (c = 0; c < channels; ++c) {
+                    size_t im = ((size_t)m * channels + c) * stride;
+                    mean[im] = mean[im] - k * diff[c];
+                }
+                var_new = var + k * (dist2 - var);
+                var_new = var_new < var_lo ? var_lo : var_new; /* MAX */
+                var_new = var_new > var_hi ? var_hi : var_new; /* MIN */
+                variance[(size_t)m * stride] = var_new;
+
+                /* Only this mode gained weight: bubble it towards the front.
+                 * Modes before it already hold their updated weights; the
+                 * moving slot still carries the old weight until written below. */
+                while (m - moved > 0 &&
+                       !(w < weight[(size_t)(m - moved - 1) * stride])) {
+                    fm_mog2_swap_modes(weight, variance, mean, stride, channels,
+                                       m - moved, m - moved - 1);
+                    ++moved;
+                }
+            }
+        }
+
+        if (w < -prune) { /* weight fell below the complexity prior: drop */
+            w = 0.0f;
+            --nmodes;
+        }
+        weight[(size_t)(m - moved) * stride] = w;
+        wsum += w;
+    }
+
+    /* Renormalise; if (almost) nothing is left, zero the weights - a new
+     * mode is then created below. */
+    inv = 0.0f;
+    if (wsum > FM_MOG2_FLT_EPSILON || -wsum > FM_MOG2_FLT_EPSILON) /* fabsf(wsum) > eps */
+        inv = 1.0f / wsum;
+    for (m = 0; m < nmodes; ++m)
+        weight[(size_t)m * stride] *= inv;
+
+    /* No mode explains x: add one (or replace the weakest).  Skipped when the
+     * learning rate is 0 so a frozen model stays frozen. */
+    if (!fitted && alpha_t > 0.0f) {
+        int slot = nmodes == kmax ? kmax - 1 : nmodes++;
+        int i;
+        if (nmodes == 1) {
+            weight[(size_t)slot * stride] = 1.0f;
+        } else {
+            weight[(size_t)slot * stride] = alpha_t;
+            for (i = 0; i < nmodes - 1; ++i) /* the others keep summing to 1 */
+                weight[(size_t)i * stride] *= alpha1;
+        }
+        for (c = 0; c < channels; ++c)
+            mean[((size_t)slot * channels + c) * stride] = x[c];
+        variance[(size_t)slot * stride] = p->var_init;
+
+        for (i = nmodes - 1; i > 0; --i) {
+            if (alpha_t < weight[(size_t)(i - 1) * stride])
+                break;
+            fm_mog2_swap_modes(weight, variance, mean, stride, channels, i, i - 1);
+        }
+    }
+
+    *mode_count = (unsigned char)nmodes;
+
+    if (background)
+        return 0;
+    if (p->detect_shadows &&
+        fm_mog2_is_shadow(p, x, channels, nmodes, weight, variance, mean, stride))
+        return p->shadow_value;
+    return 255;
+}
+
+/*
+ * Background value of one pixel: weighted mean of the leading modes until
+ * their cumulative weight exceeds TB (the mode that crosses TB is included).
+ * Same float order as OpenCV's getBackgroundImage_intern.  Written as floats;
+ * convert with fm_mog2_saturate_u8() for uint8 models.  OpenCV only supports
+ * 1 and 3 channels here; 2 and 4 channels follow the same formula.
+ */
+FM_HOST_DEVICE static inline void
+fm_mog2_background_pixel(const fm_mog2_params *p, int channels,
+                         const float *weight, const float *mean, size_t stride,
+                         int nmodes, float *out)
+{
+    float acc[FM_MOG2_MAX_CHANNELS];
+    float wsum = 0.0f;
+    float inv;
+    int m, c;
+
+    for (c = 0; c < channels; ++c)
+        acc[c] = 0.0f;
+    for (m = 0; m < nmodes; ++m) {
+        float w = weight[(size_t)m * stride];
+        for (c = 0; c < channels; ++c)
+            acc[c] += w * mean[((size_t)m * channels + c) * stride];
+        wsum += w;
+        if (wsum > p->background_ratio)
+            break;
+    }
+    inv = 0.0f;
+    if (wsum > FM_MOG2_FLT_EPSILON || -wsum > FM_MOG2_FLT_EPSILON)
+        inv = 1.0f / wsum;
+    for (c = 0; c < channels; ++c)
+        out[c] = acc[c] * inv;
+}
+
+/*
+ * cv::saturate_cast<uchar>(float): cvRound (round half to even) then clamp
+ * to [0, 255].  On x86-64 cvRound of NaN or of a value >= 2^31 gives INT_MIN,
+ * which saturates to 0; reproduced here so host and device agree with
+ * OpenCV on x86.  Integer arithmetic only - no dependence on the FPU rounding
+ * mode or on libm.
+ */
+FM_HOST_DEVICE static inline unsigned char fm_mog2_saturate_u8(float v)
+{
+    int i;
+    float frac;
+    if (!(v < 2147483648.0f)) /* NaN, +inf, too large */
+        return 0;
+    if (!(v > 0.5f))          /* rounds to <= 0 (0.5 rounds to 0) */
+        return 0;
+    if (v >= 255.5f)          /* rounds to >= 256 */
+        return 255;
+    i = (int)v;               /* truncation; v in (0.5, 255.5) */
+    frac = v - (float)i;      /* exact */
+    if (frac > 0.5f || (frac == 0.5f && (i & 1)))
+        ++i;
+    return (unsigned char)(i > 255 ? 255 : i);
+}
+
+#endif /* FASTMOG_MOG2_PIXEL_H */

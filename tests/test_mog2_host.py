@@ -1,0 +1,138 @@
+"""The host reference against OpenCV's CPU MOG2 (no GPU needed), and the
+subtractor API that does not touch CUDA."""
+import numpy as np
+import pytest
+
+import fastmog
+from mog2_cases import CASES, SEQUENCES, compare_host_with_opencv, opencv_subtractor
+
+cv2 = pytest.importorskip("cv2")
+
+
+@pytest.mark.parametrize("case", list(CASES))
+@pytest.mark.parametrize("sequence", list(SEQUENCES))
+def test_host_reference_matches_opencv(data_dir, sequence, case):
+    n, same, total, bg = compare_host_with_opencv(data_dir, sequence, case)
+    print(f"{sequence} {case}: {n} frames, {100.0 * same / total:.6f} % identical, "
+          f"background max diff {bg}")
+    assert n > 0
+    assert same == total, f"{total - same} of {total} mask pixels differ"
+    assert bg in (None, 0.0)
+
+
+def test_known_foreground_matches_opencv(rng):
+    probe = cv2.createBackgroundSubtractorMOG2()
+    frame = np.zeros((8, 8), np.uint8)
+    try:
+        probe.apply(frame, knownForegroundMask=frame, learningRate=-1)
+    except cv2.error:
+        pytest.skip(f"OpenCV {cv2.__version__} has no known-foreground apply (4.13+)")
+    ours = fastmog.cpu.BackgroundSubtractorMOG2()
+    ref = cv2.createBackgroundSubtractorMOG2()
+    base = rng.integers(60, 200, (96, 128, 3), dtype=np.uint8)
+    for i in range(60):
+        frame = np.clip(base.astype(int) + rng.integers(-6, 7, base.shape), 0, 255).astype(np.uint8)
+        frame[20:40, 2 * i:2 * i + 20] = 250  # a moving object
+        known = np.zeros(frame.shape[:2], np.uint8)
+        known[10:30, (3 * i) % 100:(3 * i) % 100 + 25] = 1 + i % 200
+        a = ours.apply(frame, known_foreground=known)
+        b = ref.apply(frame, knownForegroundMask=known, learningRate=-1)
+        assert np.array_equal(a, b), f"frame {i}"
+        assert (a[known > 0] == 255).all()
+    assert np.array_equal(ours.get_background_image(), ref.getBackgroundImage())
+
+
+def test_random_frames_match_opencv_with_every_setting(rng):
+    kwargs = dict(history=30, var_threshold=9.0, n_mixtures=8, background_ratio=0.7,
+                  var_threshold_gen=4.0, var_init=10.0, var_min=1.0, var_max=30.0,
+                  complexity_reduction_threshold=0.0, shadow_value=99, shadow_threshold=0.3)
+    ours = fastmog.cpu.BackgroundSubtractorMOG2(**kwargs)
+    ref = opencv_subtractor(kwargs)
+    for i in range(40):
+        frame = rng.integers(0, 256, (37, 53, 3), dtype=np.uint8)
+        lr = [-1.0, 0.05, 0.0, 0.5][i % 4]
+        assert np.array_equal(ours.apply(frame, lr), ref.apply(frame, learningRate=lr)), i
+    assert np.array_equal(ours.get_background_image(), ref.getBackgroundImage())
+
+
+def test_parameters_are_validated_properties():
+    sub = fastmog.cpu.BackgroundSubtractorMOG2(100, 20.0, False, n_mixtures=3)
+    assert (sub.history, sub.var_threshold, sub.detect_shadows, sub.n_mixtures) == (100, 20.0, False, 3)
+    assert sub.getHistory() == 100
+    sub.setHistory(7)
+    assert sub.history == 7
+    sub.background_ratio = 0.1
+    assert sub.background_ratio == np.float32(0.1)  # stored as float, as in OpenCV
+    bad = [("history", -1), ("history", 0), ("history", 1.5), ("n_mixtures", 0),
+           ("n_mixtures", 9), ("var_min", 1000.0), ("var_max", 1.0), ("shadow_value", 256),
+           ("background_ratio", 1.5), ("var_threshold", float("nan")),
+           ("var_threshold", -1.0), ("shadow_threshold", float("inf"))]
+    for name, value in bad:
+        before = getattr(sub, name)
+        with pytest.raises((ValueError, TypeError)):
+            setattr(sub, name, value)
+        assert getattr(sub, name) == before
+    with pytest.raises(ValueError, match="var_min"):
+        fastmog.cpu.BackgroundSubtractorMOG2(var_min=10.0, var_max=5.0)
+    with pytest.raises(TypeError):
+        fastmog.cpu.BackgroundSubtractorMOG2(unknown=1)
+    with pytest.raises(TypeError):
+        fastmog.cpu.BackgroundSubtractorMOG2(1, 2, 3, 4)
+
+
+def test_host_bad_input_changes_nothing(rng):
+    sub = fastmog.cpu.BackgroundSubtractorMOG2()
+    ref = fastmog.cpu.BackgroundSubtractorMOG2()
+    frame = rng.integers(0, 256, (24, 32, 3), dtype=np.uint8)
+    sub.apply(frame)
+    ref.apply(frame)
+    bad_calls = [
+        (ValueError, lambda: sub.apply(frame[:, :, :2])),
+        (ValueError, lambda: sub.apply(np.zeros((24, 32, 5), np.uint8))),
+        (TypeError, lambda: sub.apply(frame.astype(np.int16))),
+        (TypeError, lambda: sub.apply(frame.astype(np.float64))),
+        (ValueError, lambda: sub.apply(np.zeros((0, 32, 3), np.uint8))),
+        (ValueError, lambda: sub.apply(np.zeros(32, np.uint8))),
+        (ValueError, lambda: sub.apply(np.zeros((24, 64, 3), np.uint8)[:, ::2])),
+        (ValueError, lambda: sub.apply(frame, fgmask=np.zeros((24, 31), np.uint8))),
+        (TypeError, lambda: sub.apply(frame, fgmask=np.zeros((24, 32), np.float32))),
+        (ValueError, lambda: sub.apply(frame, known_foreground=np.zeros((23, 32), np.uint8))),
+        (ValueError, lambda: sub.apply(frame, float("nan"))),
+        (TypeError, lambda: sub.apply(frame.tolist())),
+    ]
+    for error, call in bad_calls:
+        with pytest.raises(error):
+            call()
+    assert sub.frame_count == 1
+    nxt = rng.integers(0, 256, frame.shape, dtype=np.uint8)
+    assert np.array_equal(sub.apply(nxt), ref.apply(nxt))
+    assert np.array_equal(sub.get_background_image(), ref.get_background_image())
+
+
+def test_size_change_restarts_the_model(rng):
+    sub = fastmog.cpu.BackgroundSubtractorMOG2()
+    for _ in range(5):
+        sub.apply(rng.integers(0, 256, (20, 30), dtype=np.uint8))
+    assert sub.frame_count == 5
+    sub.apply(rng.integers(0, 256, (21, 30), dtype=np.uint8))
+    assert sub.frame_count == 1
+    sub.apply(rng.integers(0, 256, (21, 30, 3), dtype=np.uint8))
+    assert sub.frame_count == 1
+    sub.n_mixtures = 2
+    sub.apply(rng.integers(0, 256, (21, 30, 3), dtype=np.uint8))
+    assert sub.frame_count == 1
+    sub.reset()
+    assert sub.frame_count == 0
+    with pytest.raises(ValueError, match="no model|closed"):
+        fastmog.cpu.BackgroundSubtractorMOG2().get_background_image()
+
+
+def test_gpu_subtractor_validates_before_touching_cuda():
+    with pytest.raises(ValueError):
+        fastmog.BackgroundSubtractorMOG2(history=0)
+    with pytest.raises(ValueError):
+        fastmog.BackgroundSubtractorMOG2(n_mixtures=9)
+    with pytest.raises(TypeError):
+        fastmog.BackgroundSubtractorMOG2(nonsense=True)
+    assert callable(fastmog.createBackgroundSubtractorMOG2)
+    assert isinstance(fastmog.cpu.createBackgroundSubtractorMOG2(), fastmog.cpu.BackgroundSubtractorMOG2)
