@@ -72,6 +72,7 @@ int fm_event_record(fm_state *st, fm_Event *event, fm_Stream *stream)
     if (err != cudaSuccess)
         return fm_cuda_fail(st, err, "recording an event");
     event->recorded = 1;
+    event->recorded_on = (uintptr_t)stream->handle;
     return 0;
 }
 
@@ -96,24 +97,33 @@ static PyObject *Event_record(PyObject *op, PyObject *args, PyObject *kwargs)
 }
 
 PyDoc_STRVAR(Event_synchronize_doc,
-"synchronize($self, /)\n--\n\n"
+"synchronize($self, /, *, timer=None)\n--\n\n"
 "Waits until the recorded work is done (GIL released, interruptible).");
 
-static PyObject *Event_synchronize(PyObject *op, PyObject *Py_UNUSED(ignored))
+static PyObject *Event_synchronize(PyObject *op, PyObject *args, PyObject *kwargs)
 {
+    static char *kwlist[] = {"timer", NULL};
+    PyObject *timer = NULL;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|$O:synchronize", kwlist, &timer))
+        return NULL;
     fm_Event *self = open_event(op);
     if (self == NULL)
         return NULL;
     fm_state *st = fm_state_of(op);
     fm_device_guard guard;
+    fm_call call;
+    if (fm_call_begin(st, &call, "Event.synchronize", NULL, timer, NULL, 0, 0, 0) < 0)
+        return NULL;
     if (fm_device_enter(st, self->device, &guard) < 0)
-        return NULL;
+        return fm_call_end(st, &call, NULL);
+    fm_call_wait_for_stream(&call, self->recorded_on);
+    fm_call_wait_begin(st, &call);
     int rc = fm_wait_event(st, self->handle, "waiting for an event");
+    fm_call_wait_end(st, &call);
     fm_device_exit(&guard);
-    if (rc < 0)
-        return NULL;
-    fm_keepalive_sweep(st);
-    Py_RETURN_NONE;
+    if (rc == 0)
+        fm_keepalive_sweep(st);
+    return fm_call_end(st, &call, rc == 0 ? Py_NewRef(Py_None) : NULL);
 }
 
 PyDoc_STRVAR(Event_query_doc,
@@ -251,7 +261,8 @@ static void Event_dealloc(PyObject *op)
 static PyMethodDef Event_methods[] = {
     {"record", (PyCFunction)(void (*)(void))Event_record,
      METH_VARARGS | METH_KEYWORDS, Event_record_doc},
-    {"synchronize", Event_synchronize, METH_NOARGS, Event_synchronize_doc},
+    {"synchronize", (PyCFunction)(void (*)(void))Event_synchronize,
+     METH_VARARGS | METH_KEYWORDS, Event_synchronize_doc},
     {"query", Event_query, METH_NOARGS, Event_query_doc},
     {"elapsed_time", Event_elapsed_time, METH_O, Event_elapsed_time_doc},
     {"close", Event_close, METH_NOARGS, "close($self, /)\n--\n\nReleases the event. Idempotent."},

@@ -59,6 +59,8 @@ typedef struct fm_event_stack {
     size_t n, cap;
 } fm_event_stack;
 
+typedef struct fm_Timer fm_Timer;
+
 typedef struct fm_state {
     PyTypeObject *Stream_type;
     PyTypeObject *Event_type;
@@ -69,6 +71,12 @@ typedef struct fm_state {
     PyTypeObject *MOG2Host_type;
     PyObject *CudaError;
     PyObject *numpy_dtype_uint8;    /* cached numpy.dtype('uint8') */
+
+    PyTypeObject *Timer_type;
+    PyObject *active_timer;         /* contextvars.ContextVar of fastmog.profile() */
+    int profiles_active;            /* profile() blocks open in any thread */
+    int nvtx_enabled;               /* set_nvtx(True) or FASTMOG_NVTX=1 */
+    void *nvtx_domain;              /* nvtxDomainHandle_t of the "fastmog" domain */
 
     fm_pinned_pool pinned;
     fm_keepalive keepalive;
@@ -175,6 +183,7 @@ typedef struct fm_Event {
     int device;
     int timing;
     int recorded;
+    uintptr_t recorded_on;  /* stream of the latest record(), for wait attribution */
 } fm_Event;
 
 extern PyType_Spec fm_event_spec;
@@ -289,7 +298,7 @@ fm_GpuMat *fm_gpumat_new(fm_state *st, int device, int height, int width,
 
 /* Uploads a numpy array of m's shape and dtype into `m` on `stream`. */
 int fm_gpumat_upload_array(fm_state *st, fm_GpuMat *m, PyObject *array,
-                           const char *argname, fm_Stream *stream);
+                           const char *argname, fm_Stream *stream, PyObject *timer);
 
 /* numpy has two numbers for some types (int32 is NPY_INT and maybe NPY_LONG):
  * the one GpuMat uses, or -1 if unsupported. */
@@ -336,6 +345,79 @@ fm_GpuMat *fm_as_gpumat(fm_state *st, PyObject *obj, fm_Stream *stream);
 
 /* Size of one pixel value for a supported numpy type number, or 0. */
 int fm_supported_elem_size(int type_num);
+
+/* ---- nvtx.c -------------------------------------------------------------- */
+
+void fm_nvtx_init(fm_state *st);
+/* Pushes a range "<name> <H>x<W>x<C>" (the size only when height > 0). */
+void fm_nvtx_push(fm_state *st, const char *name, int height, int width, int channels);
+void fm_nvtx_pop(fm_state *st);
+extern PyMethodDef fm_nvtx_methods[];
+
+/* ---- timer.c -------------------------------------------------------------- */
+
+/* One timed call. Host times are CLOCK_MONOTONIC nanoseconds, the clock of
+ * time.perf_counter_ns(). */
+typedef struct fm_record {
+    const char *name;           /* "<Type>.<method>", static */
+    const char *activity;       /* what its GPU work is, static; NULL if none */
+    uintptr_t stream;
+    int device;
+    int height, width, channels;
+    int parent;                 /* index of the enclosing call, or -1 */
+    int64_t host_start_ns, host_ns, waited_ns;
+    cudaEvent_t start, end;     /* timing events around its GPU work, or NULL */
+    double gpu_ms;              /* < 0 until resolved */
+    double gpu_start_ms;        /* start, from the timer's epoch on this device */
+    int n_causes;               /* earlier calls a wait was for */
+    int causes[8];              /* the latest of them (indices) */
+} fm_record;
+
+struct fm_Timer {
+    PyObject_HEAD
+    fm_state *st;               /* borrowed: the type keeps the module alive */
+    int sync, nvtx;
+    fm_record *records;         /* owned array */
+    size_t n, cap;
+    int open;                   /* index of the innermost open call, or -1 */
+    fm_event_stack events[FM_MAX_DEVICES];  /* timing events for reuse */
+    /* Per device: an event recorded just before the first timed GPU work, and
+     * the host time then; GPU start times are measured from it. */
+    cudaEvent_t epoch[FM_MAX_DEVICES];
+    int64_t epoch_host_ns[FM_MAX_DEVICES];
+};
+
+extern PyType_Spec fm_timer_spec;
+extern PyMethodDef fm_timer_methods[];
+
+/* The scope of one fastmog call: NVTX range, host time, GPU events. */
+typedef struct fm_call {
+    fm_Timer *timer;            /* strong reference, or NULL: not timed */
+    int record;                 /* index in timer->records, or -1 */
+    int nvtx;                   /* a range was pushed */
+    fm_Stream *stream;          /* borrowed, or NULL for host-only calls */
+    int64_t wait_start;
+} fm_call;
+
+/* Starts a call. `timer_arg` is the call's timer= argument (NULL or None:
+ * the thread's active profile(), if any). Cheap when nothing is active. */
+int fm_call_begin(fm_state *st, fm_call *call, const char *name, const char *activity,
+                  PyObject *timer_arg, fm_Stream *stream, int height, int width, int channels);
+/* Marks the start and end of the call's own GPU work on its stream (the
+ * stream's device must be current). No-ops when not timed. */
+int fm_call_gpu_begin(fm_state *st, fm_call *call);
+int fm_call_gpu_end(fm_state *st, fm_call *call);
+/* Brackets a blocking wait on the call's stream: notes how long the host
+ * waited and for which earlier calls. */
+void fm_call_wait_begin(fm_state *st, fm_call *call);
+/* For waits on an event: the stream whose earlier calls it waits for. */
+void fm_call_wait_for_stream(fm_call *call, uintptr_t stream_handle);
+void fm_call_wait_end(fm_state *st, fm_call *call);
+/* Ends a call: in sync mode waits for the stream, pops the NVTX range, stores
+ * the host time. Returns `result` (stolen), or NULL if it was NULL or the
+ * sync failed. */
+PyObject *fm_call_end(fm_state *st, fm_call *call, PyObject *result);
+int fm_call_end_int(fm_state *st, fm_call *call, int rc);
 
 /* ---- mog2.c, mog2_host.c ------------------------------------------------- */
 

@@ -292,7 +292,7 @@ static void pack_rows(char *dst, const char *src, size_t src_pitch, size_t row_b
 /* Queues host-to-device; keeps the source (or a staging copy) alive until
  * the copy is done. The device must be current. */
 static int upload_impl(fm_state *st, fm_GpuMat *m, PyArrayObject *a, size_t host_pitch,
-                       fm_Stream *stream)
+                       fm_Stream *stream, fm_call *call)
 {
     size_t row_bytes = fm_gpumat_row_bytes(m);
     cudaError_t err;
@@ -300,8 +300,12 @@ static int upload_impl(fm_state *st, fm_GpuMat *m, PyArrayObject *a, size_t host
     if (fm_device_buffer_use(st, m->buffer, stream) < 0)
         return -1;
     if (array_is_pinned(a, host_pitch, m)) {
+        if (fm_call_gpu_begin(st, call) < 0)
+            return -1;
         err = cudaMemcpy2DAsync(m->data, m->pitch, PyArray_BYTES(a), host_pitch, row_bytes,
                                 (size_t)m->height, cudaMemcpyHostToDevice, stream->handle);
+        if (err == cudaSuccess && fm_call_gpu_end(st, call) < 0)
+            return -1;
         if (err != cudaSuccess)
             return fm_cuda_fail(st, err, "uploading a %dx%dx%d image", m->height, m->width,
                                 m->channels);
@@ -322,8 +326,16 @@ static int upload_impl(fm_state *st, fm_GpuMat *m, PyArrayObject *a, size_t host
     else {
         pack_rows(staging->ptr, src, host_pitch, row_bytes, m->height);
     }
+    if (fm_call_gpu_begin(st, call) < 0) {
+        Py_DECREF(staging);
+        return -1;
+    }
     err = cudaMemcpy2DAsync(m->data, m->pitch, staging->ptr, row_bytes, row_bytes,
                             (size_t)m->height, cudaMemcpyHostToDevice, stream->handle);
+    if (err == cudaSuccess && fm_call_gpu_end(st, call) < 0) {
+        Py_DECREF(staging);
+        return -1;
+    }
     int rc = err == cudaSuccess
                  ? fm_keepalive_add(st, stream, (PyObject *)staging)
                  : fm_cuda_fail(st, err, "uploading a %dx%dx%d image", m->height, m->width,
@@ -333,7 +345,7 @@ static int upload_impl(fm_state *st, fm_GpuMat *m, PyArrayObject *a, size_t host
 }
 
 PyDoc_STRVAR(GpuMat_upload_doc,
-"upload($self, array, /, *, stream)\n--\n\n"
+"upload($self, array, /, *, stream, timer=None)\n--\n\n"
 "Copies a numpy array of the same shape and dtype into this GpuMat, queued\n"
 "on `stream`. Rows may be strided; pixels within a row must be contiguous.\n"
 "A pinned source is copied directly and kept alive until the copy is done;\n"
@@ -341,52 +353,56 @@ PyDoc_STRVAR(GpuMat_upload_doc,
 "waits for the GPU either way.");
 
 int fm_gpumat_upload_array(fm_state *st, fm_GpuMat *m, PyObject *array,
-                           const char *argname, fm_Stream *stream)
+                           const char *argname, fm_Stream *stream, PyObject *timer)
 {
     size_t host_pitch;
     fm_device_guard guard;
-    PyArrayObject *a = check_host_array(m, array, argname, 0, &host_pitch);
-    if (a == NULL || fm_device_enter(st, m->device, &guard) < 0)
+    fm_call call;
+    if (fm_call_begin(st, &call, "GpuMat.upload", "memcpy HtoD", timer, stream, m->height,
+                      m->width, m->channels) < 0)
         return -1;
-    int rc = upload_impl(st, m, a, host_pitch, stream);
-    fm_device_exit(&guard);
-    return rc;
+    int rc = -1;
+    PyArrayObject *a = check_host_array(m, array, argname, 0, &host_pitch);
+    if (a != NULL && fm_device_enter(st, m->device, &guard) == 0) {
+        rc = upload_impl(st, m, a, host_pitch, stream, &call);
+        fm_device_exit(&guard);
+    }
+    return fm_call_end_int(st, &call, rc);
 }
 
 static PyObject *GpuMat_upload(PyObject *op, PyObject *args, PyObject *kwargs)
 {
-    static char *kwlist[] = {"", "stream", NULL};
-    PyObject *array_arg, *stream_arg = NULL;
+    static char *kwlist[] = {"", "stream", "timer", NULL};
+    PyObject *array_arg, *stream_arg = NULL, *timer = NULL;
     fm_state *st = fm_state_of(op);
 
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|$O:upload", kwlist, &array_arg, &stream_arg))
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|$OO:upload", kwlist, &array_arg,
+                                     &stream_arg, &timer))
         return NULL;
     fm_GpuMat *m = fm_gpumat_check_open(st, op, "self");
     if (m == NULL || check_writable(m, "self") < 0)
         return NULL;
     fm_Stream *stream = fm_require_stream(st, stream_arg, m->device);
-    if (stream == NULL || fm_gpumat_upload_array(st, m, array_arg, "array", stream) < 0)
+    if (stream == NULL || fm_gpumat_upload_array(st, m, array_arg, "array", stream, timer) < 0)
         return NULL;
     Py_RETURN_NONE;
 }
 
 PyDoc_STRVAR(GpuMat_from_array_doc,
-"from_array($cls, array, /, *, stream, device=None)\n--\n\n"
+"from_array($cls, array, /, *, stream, device=None, timer=None)\n--\n\n"
 "A new GpuMat holding a copy of a numpy array (H x W or H x W x C), queued\n"
 "on `stream`.");
 
 static PyObject *GpuMat_from_array(PyTypeObject *type, PyObject *args, PyObject *kwargs)
 {
-    static char *kwlist[] = {"", "stream", "device", NULL};
+    static char *kwlist[] = {"", "stream", "device", "timer", NULL};
     fm_state *st = fm_state_of_type(type);
-    PyObject *array_arg, *stream_arg = NULL, *device_arg = Py_None;
+    PyObject *array_arg, *stream_arg = NULL, *device_arg = Py_None, *timer = NULL;
     fm_GpuMat *m = NULL;
-    fm_device_guard guard = {0, 0};
-    size_t host_pitch;
     int device;
 
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|$OO:from_array", kwlist,
-                                     &array_arg, &stream_arg, &device_arg))
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|$OOO:from_array", kwlist,
+                                     &array_arg, &stream_arg, &device_arg, &timer))
         return NULL;
     if (!PyArray_Check(array_arg)) {
         PyErr_Format(PyExc_TypeError, "array must be a numpy array, not %.200s", Py_TYPE(array_arg)->tp_name);
@@ -420,23 +436,15 @@ static PyObject *GpuMat_from_array(PyTypeObject *type, PyObject *args, PyObject 
                       nd, type_num);
     if (m == NULL)
         return NULL;
-    if (check_host_array(m, array_arg, "array", 0, &host_pitch) == NULL)
-        goto error;
-    if (fm_device_enter(st, device, &guard) < 0)
-        goto error;
-    if (upload_impl(st, m, a, host_pitch, stream) < 0)
-        goto error;
-    fm_device_exit(&guard);
+    if (fm_gpumat_upload_array(st, m, array_arg, "array", stream, timer) < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
     return (PyObject *)m;
-
-error:
-    fm_device_exit(&guard);
-    Py_DECREF(m);
-    return NULL;
 }
 
 PyDoc_STRVAR(GpuMat_download_doc,
-"download($self, /, out=None, *, stream, blocking=True)\n--\n\n"
+"download($self, /, out=None, *, stream, blocking=True, timer=None)\n--\n\n"
 "Copies this GpuMat to host memory, queued on `stream`, and returns the\n"
 "array: `out` if given, else a new pinned array. With blocking=True the call\n"
 "waits (GIL released, interruptible) until the data is valid; with\n"
@@ -445,16 +453,17 @@ PyDoc_STRVAR(GpuMat_download_doc,
 
 static PyObject *GpuMat_download(PyObject *op, PyObject *args, PyObject *kwargs)
 {
-    static char *kwlist[] = {"out", "stream", "blocking", NULL};
-    PyObject *out_arg = Py_None, *stream_arg = NULL, *result = NULL;
+    static char *kwlist[] = {"out", "stream", "blocking", "timer", NULL};
+    PyObject *out_arg = Py_None, *stream_arg = NULL, *result = NULL, *timer = NULL;
     int blocking = 1;
     fm_state *st = fm_state_of(op);
     fm_device_guard guard = {0, 0};
+    fm_call call;
     size_t host_pitch;
     int pinned;
 
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|O$Op:download", kwlist,
-                                     &out_arg, &stream_arg, &blocking))
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|O$OpO:download", kwlist,
+                                     &out_arg, &stream_arg, &blocking, &timer))
         return NULL;
     fm_GpuMat *m = fm_gpumat_check_open(st, op, "self");
     if (m == NULL)
@@ -462,25 +471,27 @@ static PyObject *GpuMat_download(PyObject *op, PyObject *args, PyObject *kwargs)
     fm_Stream *stream = fm_require_stream(st, stream_arg, m->device);
     if (stream == NULL)
         return NULL;
+    if (fm_call_begin(st, &call, "GpuMat.download", "memcpy DtoH", timer, stream, m->height,
+                      m->width, m->channels) < 0)
+        return NULL;
     if (out_arg == Py_None) {
         npy_intp dims[3] = {m->height, m->width, m->channels};
         result = fm_pinned_array(st, PyArray_DescrFromType(m->type_num), m->ndim, dims);
         if (result == NULL)
-            return NULL;
+            goto error;
         host_pitch = fm_gpumat_row_bytes(m);
         pinned = 1;
     }
     else {
         if (check_host_array(m, out_arg, "out", 1, &host_pitch) == NULL)
-            return NULL;
+            goto error;
         result = Py_NewRef(out_arg);
         pinned = array_is_pinned((PyArrayObject *)result, host_pitch, m);
         if (!pinned && !blocking) {
-            Py_DECREF(result);
             PyErr_SetString(PyExc_ValueError,
                             "a non-blocking download needs a pinned destination: "
                             "use fastmog.pinned_like(...) or download(stream=s) with out=None");
-            return NULL;
+            goto error;
         }
     }
     if (fm_device_enter(st, m->device, &guard) < 0)
@@ -492,22 +503,34 @@ static PyObject *GpuMat_download(PyObject *op, PyObject *args, PyObject *kwargs)
     cudaError_t err;
     if (!pinned) {
         /* Wait first, interruptibly; the pageable copy then runs at once. */
-        if (fm_wait_stream(st, stream->handle, "waiting for a stream before a download") < 0)
+        fm_call_wait_begin(st, &call);
+        int rc = fm_wait_stream(st, stream->handle, "waiting for a stream before a download");
+        fm_call_wait_end(st, &call);
+        if (rc < 0 || fm_call_gpu_begin(st, &call) < 0)
             goto error;
         Py_BEGIN_ALLOW_THREADS
         err = cudaMemcpy2DAsync(dst, host_pitch, m->data, m->pitch, row_bytes,
                                 (size_t)m->height, cudaMemcpyDeviceToHost, stream->handle);
-        if (err == cudaSuccess)
-            err = cudaStreamSynchronize(stream->handle);
         Py_END_ALLOW_THREADS
+        if (err == cudaSuccess && fm_call_gpu_end(st, &call) < 0)
+            goto error;
+        if (err == cudaSuccess) {
+            Py_BEGIN_ALLOW_THREADS
+            err = cudaStreamSynchronize(stream->handle);
+            Py_END_ALLOW_THREADS
+        }
         if (err != cudaSuccess) {
             fm_cuda_error(st, err, "downloading a %dx%dx%d image", m->height, m->width, m->channels);
             goto error;
         }
     }
     else {
+        if (fm_call_gpu_begin(st, &call) < 0)
+            goto error;
         err = cudaMemcpy2DAsync(dst, host_pitch, m->data, m->pitch, row_bytes,
                                 (size_t)m->height, cudaMemcpyDeviceToHost, stream->handle);
+        if (err == cudaSuccess && fm_call_gpu_end(st, &call) < 0)
+            goto error;
         if (err != cudaSuccess) {
             fm_cuda_error(st, err, "downloading a %dx%dx%d image", m->height, m->width, m->channels);
             goto error;
@@ -516,18 +539,22 @@ static PyObject *GpuMat_download(PyObject *op, PyObject *args, PyObject *kwargs)
          * or a blocking wait is interrupted. */
         if (fm_keepalive_add(st, stream, result) < 0)
             goto error;
-        if (blocking && fm_wait_stream(st, stream->handle, "waiting for a download") < 0)
-            goto error;
-        if (blocking)
+        if (blocking) {
+            fm_call_wait_begin(st, &call);
+            int rc = fm_wait_stream(st, stream->handle, "waiting for a download");
+            fm_call_wait_end(st, &call);
+            if (rc < 0)
+                goto error;
             fm_keepalive_sweep(st);
+        }
     }
     fm_device_exit(&guard);
-    return result;
+    return fm_call_end(st, &call, result);
 
 error:
     fm_device_exit(&guard);
     Py_XDECREF(result);
-    return NULL;
+    return fm_call_end(st, &call, NULL);
 }
 
 static int same_geometry(const fm_GpuMat *a, const fm_GpuMat *b)
@@ -537,18 +564,20 @@ static int same_geometry(const fm_GpuMat *a, const fm_GpuMat *b)
 }
 
 PyDoc_STRVAR(GpuMat_copy_to_doc,
-"copy_to($self, other, /, *, stream)\n--\n\n"
+"copy_to($self, other, /, *, stream, timer=None)\n--\n\n"
 "Copies this GpuMat into `other` (same shape, dtype and device), queued on\n"
 "`stream`.");
 
 static PyObject *GpuMat_copy_to(PyObject *op, PyObject *args, PyObject *kwargs)
 {
-    static char *kwlist[] = {"", "stream", NULL};
-    PyObject *other_arg, *stream_arg = NULL;
+    static char *kwlist[] = {"", "stream", "timer", NULL};
+    PyObject *other_arg, *stream_arg = NULL, *timer = NULL;
     fm_state *st = fm_state_of(op);
     fm_device_guard guard;
+    fm_call call;
 
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|$O:copy_to", kwlist, &other_arg, &stream_arg))
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|$OO:copy_to", kwlist, &other_arg,
+                                     &stream_arg, &timer))
         return NULL;
     fm_GpuMat *src = fm_gpumat_check_open(st, op, "self");
     fm_GpuMat *dst = src ? fm_gpumat_check_open(st, other_arg, "other") : NULL;
@@ -567,23 +596,32 @@ static PyObject *GpuMat_copy_to(PyObject *op, PyObject *args, PyObject *kwargs)
         return NULL;
     }
     fm_Stream *stream = fm_require_stream(st, stream_arg, src->device);
-    if (stream == NULL || fm_device_enter(st, src->device, &guard) < 0)
+    if (stream == NULL)
+        return NULL;
+    if (fm_call_begin(st, &call, "GpuMat.copy_to", "memcpy DtoD", timer, stream, src->height,
+                      src->width, src->channels) < 0)
         return NULL;
     int rc = -1;
+    if (fm_device_enter(st, src->device, &guard) < 0)
+        return fm_call_end(st, &call, NULL);
     if (fm_device_buffer_use(st, src->buffer, stream) < 0
-        || fm_device_buffer_use(st, dst->buffer, stream) < 0)
+        || fm_device_buffer_use(st, dst->buffer, stream) < 0
+        || fm_call_gpu_begin(st, &call) < 0)
         goto done;
-    cudaError_t err = cudaMemcpy2DAsync(dst->data, dst->pitch, src->data, src->pitch,
-                                        fm_gpumat_row_bytes(src), (size_t)src->height,
-                                        cudaMemcpyDeviceToDevice, stream->handle);
-    rc = err == cudaSuccess ? 0
+    size_t row_bytes = fm_gpumat_row_bytes(src);
+    cudaError_t err;
+    if (src->pitch == row_bytes && dst->pitch == row_bytes)  /* one flat copy is faster */
+        err = cudaMemcpyAsync(dst->data, src->data, row_bytes * (size_t)src->height,
+                              cudaMemcpyDeviceToDevice, stream->handle);
+    else
+        err = cudaMemcpy2DAsync(dst->data, dst->pitch, src->data, src->pitch, row_bytes,
+                                (size_t)src->height, cudaMemcpyDeviceToDevice, stream->handle);
+    rc = err == cudaSuccess ? fm_call_gpu_end(st, &call)
                             : fm_cuda_fail(st, err, "copying a %dx%dx%d image", src->height,
                                            src->width, src->channels);
 done:
     fm_device_exit(&guard);
-    if (rc < 0)
-        return NULL;
-    Py_RETURN_NONE;
+    return fm_call_end(st, &call, rc == 0 ? Py_NewRef(Py_None) : NULL);
 }
 
 /* Stores `value` as one value of `type_num`, refusing values it cannot hold. */
@@ -619,19 +657,21 @@ static int store_value(double value, int type_num, unsigned char *out)
 }
 
 PyDoc_STRVAR(GpuMat_fill_doc,
-"fill($self, value, /, *, stream)\n--\n\n"
+"fill($self, value, /, *, stream, timer=None)\n--\n\n"
 "Sets every pixel to `value`: a number, or one number per channel. Queued\n"
 "on `stream`.");
 
 static PyObject *GpuMat_fill(PyObject *op, PyObject *args, PyObject *kwargs)
 {
-    static char *kwlist[] = {"", "stream", NULL};
-    PyObject *value_arg, *stream_arg = NULL;
+    static char *kwlist[] = {"", "stream", "timer", NULL};
+    PyObject *value_arg, *stream_arg = NULL, *timer = NULL;
     fm_state *st = fm_state_of(op);
     fm_fill_pattern pattern;
     fm_device_guard guard;
+    fm_call call;
 
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|$O:fill", kwlist, &value_arg, &stream_arg))
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|$OO:fill", kwlist, &value_arg, &stream_arg,
+                                     &timer))
         return NULL;
     fm_GpuMat *m = fm_gpumat_check_open(st, op, "self");
     if (m == NULL || check_writable(m, "self") < 0)
@@ -667,21 +707,24 @@ static PyObject *GpuMat_fill(PyObject *op, PyObject *args, PyObject *kwargs)
     int pixel_bytes = m->channels * m->elem_size, uniform = 1;
     for (int i = 1; i < pixel_bytes; i++)
         uniform &= pattern.bytes[i] == pattern.bytes[0];
-    if (fm_device_enter(st, m->device, &guard) < 0)
+    if (fm_call_begin(st, &call, "GpuMat.fill", uniform ? "memset" : "kernel fill", timer,
+                      stream, m->height, m->width, m->channels) < 0)
         return NULL;
+    if (fm_device_enter(st, m->device, &guard) < 0)
+        return fm_call_end(st, &call, NULL);
     cudaError_t err = cudaSuccess;
-    if (fm_device_buffer_use(st, m->buffer, stream) == 0) {
+    if (fm_device_buffer_use(st, m->buffer, stream) == 0 && fm_call_gpu_begin(st, &call) == 0) {
         err = uniform ? cudaMemset2DAsync(m->data, m->pitch, pattern.bytes[0],
                                           fm_gpumat_row_bytes(m), (size_t)m->height,
                                           stream->handle)
                       : fm_launch_fill(fm_gpumat_image(m), pattern, stream->handle);
         if (err != cudaSuccess)
             fm_cuda_error(st, err, "filling a %dx%dx%d image", m->height, m->width, m->channels);
+        else
+            (void)fm_call_gpu_end(st, &call);
     }
     fm_device_exit(&guard);
-    if (PyErr_Occurred())
-        return NULL;
-    Py_RETURN_NONE;
+    return fm_call_end(st, &call, PyErr_Occurred() ? NULL : Py_NewRef(Py_None));
 }
 
 /* ---- views ------------------------------------------------------------- */

@@ -322,6 +322,17 @@ static int module_exec(PyObject *module)
     st->PinnedBuffer_type = add_type(module, &fm_pinned_buffer_spec, 0);
     if (st->PinnedBuffer_type == NULL)
         return -1;
+    st->Timer_type = add_type(module, &fm_timer_spec, 0);
+    if (st->Timer_type == NULL
+        || PyModule_AddObjectRef(module, "_Timer", (PyObject *)st->Timer_type) < 0)
+        return -1;
+    st->active_timer = PyContextVar_New("fastmog.active_timer", NULL);
+    if (st->active_timer == NULL)
+        return -1;
+    if (PyModule_AddFunctions(module, fm_nvtx_methods) < 0
+        || PyModule_AddFunctions(module, fm_timer_methods) < 0)
+        return -1;
+    fm_nvtx_init(st);
     st->MOG2_type = add_type(module, &fm_mog2_spec, 1);
     if (st->MOG2_type == NULL || fm_mog2_add_settings(st->MOG2_type) < 0)
         return -1;
@@ -350,6 +361,8 @@ static int module_traverse(PyObject *module, visitproc visit, void *arg)
     Py_VISIT(st->PinnedBuffer_type);
     Py_VISIT(st->MOG2_type);
     Py_VISIT(st->MOG2Host_type);
+    Py_VISIT(st->Timer_type);
+    Py_VISIT(st->active_timer);
     Py_VISIT(st->CudaError);
     for (size_t i = 0; i < st->keepalive.n; i++)
         Py_VISIT(st->keepalive.items[i].obj);
@@ -367,6 +380,8 @@ static int module_clear(PyObject *module)
     Py_CLEAR(st->PinnedBuffer_type);
     Py_CLEAR(st->MOG2_type);
     Py_CLEAR(st->MOG2Host_type);
+    Py_CLEAR(st->Timer_type);
+    Py_CLEAR(st->active_timer);
     Py_CLEAR(st->CudaError);
     return 0;
 }

@@ -89,7 +89,7 @@ static fm_MOG2 *open_self(PyObject *op)
  * uploaded into *staging (re-made only when its shape or dtype changes), or a
  * view of a CuPy/PyTorch array. New reference. */
 static fm_GpuMat *device_input(fm_state *st, fm_MOG2 *self, PyObject *obj, fm_Stream *stream,
-                               fm_GpuMat **staging, const char *argname)
+                               fm_GpuMat **staging, const char *argname, PyObject *timer)
 {
     if (!PyArray_Check(obj))
         return fm_as_gpumat(st, obj, stream);
@@ -124,7 +124,7 @@ static fm_GpuMat *device_input(fm_state *st, fm_MOG2 *self, PyObject *obj, fm_St
     /* A call on another stream must not overwrite what an earlier call's
      * kernel may still be reading. */
     if (fm_device_buffer_order_before(st, m->buffer, stream->handle) < 0
-        || fm_gpumat_upload_array(st, m, obj, argname, stream) < 0)
+        || fm_gpumat_upload_array(st, m, obj, argname, stream, timer) < 0)
         return NULL;
     return (fm_GpuMat *)Py_NewRef(m);
 }
@@ -193,7 +193,8 @@ static int rebuild_model(fm_state *st, fm_MOG2 *self, const fm_mog2_geometry *g,
 
 /* The body of apply, with the lock held and arguments resolved. */
 static PyObject *apply_locked(fm_state *st, fm_MOG2 *self, fm_GpuMat *frame, fm_GpuMat *known,
-                              fm_GpuMat *fgmask, double learning_rate, fm_Stream *stream)
+                              fm_GpuMat *fgmask, double learning_rate, fm_Stream *stream,
+                              fm_call *call)
 {
     fm_mog2_geometry g = {frame->width, frame->height, frame->channels,
                           frame->type_num == NPY_FLOAT32, self->settings.n_mixtures};
@@ -210,6 +211,8 @@ static PyObject *apply_locked(fm_state *st, fm_MOG2 *self, fm_GpuMat *frame, fm_
     }
     fm_mog2_model model = model_view(self);
     long frames_seen = self->frames_seen;
+    if (fm_call_gpu_begin(st, call) < 0)
+        goto done;
     if (fm_mog2_needs_reset(frames_seen, learning_rate)) {
         cudaError_t err = cudaMemsetAsync(model.mode_count, 0, model.stride, stream->handle);
         if (err != cudaSuccess) {
@@ -246,6 +249,8 @@ static PyObject *apply_locked(fm_state *st, fm_MOG2 *self, fm_GpuMat *frame, fm_
                       frame->channels);
         goto done;
     }
+    if (fm_call_gpu_end(st, call) < 0)
+        goto done;
     self->frames_seen = frames_seen;
     result = Py_NewRef(mask);
 done:
@@ -255,7 +260,7 @@ done:
 
 PyDoc_STRVAR(MOG2_apply_doc,
 "apply($self, frame, /, learning_rate=-1.0, *, stream, fgmask=None,\n"
-"      known_foreground=None)\n--\n\n"
+"      known_foreground=None, timer=None)\n--\n\n"
 "Updates the model with `frame` and returns the foreground mask (uint8:\n"
 "0 background, shadow_value shadow, 255 foreground), queued on `stream`.\n\n"
 "frame: a GpuMat, a numpy array (uploaded through a pinned staging buffer)\n"
@@ -270,15 +275,18 @@ PyDoc_STRVAR(MOG2_apply_doc,
 
 static PyObject *MOG2_apply(PyObject *op, PyObject *args, PyObject *kwargs)
 {
-    static char *kwlist[] = {"", "learning_rate", "stream", "fgmask", "known_foreground", NULL};
+    static char *kwlist[] = {"", "learning_rate", "stream", "fgmask", "known_foreground",
+                             "timer", NULL};
     fm_state *st = fm_state_of(op);
     PyObject *frame_arg, *stream_arg = NULL, *fgmask_arg = Py_None, *known_arg = Py_None;
+    PyObject *timer = NULL;
     double learning_rate = -1.0;
     fm_GpuMat *frame = NULL, *known = NULL;
     PyObject *result = NULL;
+    fm_call call;
 
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|d$OOO:apply", kwlist, &frame_arg,
-                                     &learning_rate, &stream_arg, &fgmask_arg, &known_arg))
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|d$OOOO:apply", kwlist, &frame_arg,
+                                     &learning_rate, &stream_arg, &fgmask_arg, &known_arg, &timer))
         return NULL;
     fm_MOG2 *self = open_self(op);
     if (self == NULL)
@@ -290,12 +298,27 @@ static PyObject *MOG2_apply(PyObject *op, PyObject *args, PyObject *kwargs)
     if (fgmask_arg != Py_None && (fgmask = fm_gpumat_check_open(st, fgmask_arg, "fgmask")) == NULL)
         return NULL;
 
+    int frame_h = -1, frame_w = 0, frame_c = 0;
+    if (PyArray_Check(frame_arg) && PyArray_NDIM((PyArrayObject *)frame_arg) >= 2) {
+        frame_h = (int)PyArray_DIM((PyArrayObject *)frame_arg, 0);
+        frame_w = (int)PyArray_DIM((PyArrayObject *)frame_arg, 1);
+        frame_c = PyArray_NDIM((PyArrayObject *)frame_arg) == 3
+                      ? (int)PyArray_DIM((PyArrayObject *)frame_arg, 2) : 1;
+    }
+    else if (Py_IS_TYPE(frame_arg, st->GpuMat_type)) {
+        frame_h = ((fm_GpuMat *)frame_arg)->height;
+        frame_w = ((fm_GpuMat *)frame_arg)->width;
+        frame_c = ((fm_GpuMat *)frame_arg)->channels;
+    }
+    if (fm_call_begin(st, &call, "BackgroundSubtractorMOG2.apply", "kernel mog2_apply", timer,
+                      stream, frame_h, frame_w, frame_c) < 0)
+        return NULL;
     fm_lock_acquire(self->lock);
     if (self->closed) {
         PyErr_SetString(PyExc_ValueError, "the subtractor is closed");
         goto done;
     }
-    frame = device_input(st, self, frame_arg, stream, &self->frame_staging, "frame");
+    frame = device_input(st, self, frame_arg, stream, &self->frame_staging, "frame", timer);
     if (frame == NULL)
         goto done;
     if ((frame->type_num != NPY_UINT8 && frame->type_num != NPY_FLOAT32)
@@ -312,42 +335,47 @@ static PyObject *MOG2_apply(PyObject *op, PyObject *args, PyObject *kwargs)
     }
     if (known_arg != Py_None) {
         known = device_input(st, self, known_arg, stream, &self->known_staging,
-                             "known_foreground");
+                             "known_foreground", timer);
         if (known == NULL || check_mask_like(self, known, frame, "known_foreground", 0) < 0)
             goto done;
     }
     if (fgmask != NULL && check_mask_like(self, fgmask, frame, "fgmask", 1) < 0)
         goto done;
-    result = apply_locked(st, self, frame, known, fgmask, learning_rate, stream);
+    result = apply_locked(st, self, frame, known, fgmask, learning_rate, stream, &call);
 done:
     PyThread_release_lock(self->lock);
     Py_XDECREF(frame);
     Py_XDECREF(known);
-    return result;
+    return fm_call_end(st, &call, result);
 }
 
 PyDoc_STRVAR(MOG2_get_background_image_doc,
-"get_background_image($self, /, *, stream, out=None)\n--\n\n"
+"get_background_image($self, /, *, stream, out=None, timer=None)\n--\n\n"
 "The background image as OpenCV's CPU computes it (the weighted mean of the\n"
 "background modes), queued on `stream`: uint8 for uint8 frames, float32 for\n"
 "float32 frames, with the frames' channels. Written into `out` if given.");
 
 static PyObject *MOG2_get_background_image(PyObject *op, PyObject *args, PyObject *kwargs)
 {
-    static char *kwlist[] = {"stream", "out", NULL};
+    static char *kwlist[] = {"stream", "out", "timer", NULL};
     fm_state *st = fm_state_of(op);
-    PyObject *stream_arg = NULL, *out_arg = Py_None;
+    PyObject *stream_arg = NULL, *out_arg = Py_None, *timer = NULL;
     fm_GpuMat *out = NULL;
     fm_device_guard guard;
+    fm_call call;
 
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|$OO:get_background_image", kwlist,
-                                     &stream_arg, &out_arg))
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|$OOO:get_background_image", kwlist,
+                                     &stream_arg, &out_arg, &timer))
         return NULL;
     fm_MOG2 *self = open_self(op);
     if (self == NULL)
         return NULL;
     fm_Stream *stream = fm_require_stream(st, stream_arg, self->device);
     if (stream == NULL)
+        return NULL;
+    if (fm_call_begin(st, &call, "BackgroundSubtractorMOG2.get_background_image",
+                      "kernel mog2_background", timer, stream, self->geometry.height,
+                      self->geometry.width, self->geometry.channels) < 0)
         return NULL;
     fm_lock_acquire(self->lock);
     const fm_mog2_geometry g = self->geometry;
@@ -377,23 +405,27 @@ static PyObject *MOG2_get_background_image(PyObject *op, PyObject *args, PyObjec
     if (fm_device_enter(st, self->device, &guard) < 0)
         goto error;
     cudaError_t err = cudaSuccess;
-    if (fm_device_buffer_use(st, self->model, stream) == 0
-        && fm_device_buffer_use(st, out->buffer, stream) == 0) {
+    if (fm_device_buffer_order_before(st, self->model, stream->handle) == 0
+        && fm_device_buffer_use(st, self->model, stream) == 0
+        && fm_device_buffer_use(st, out->buffer, stream) == 0
+        && fm_call_gpu_begin(st, &call) == 0) {
         err = fm_launch_mog2_background(fm_mog2_settings_params(&self->settings),
                                         model_view(self), fm_gpumat_image(out), stream->handle);
         if (err != cudaSuccess)
             fm_cuda_error(st, err, "computing a MOG2 background image");
+        else
+            (void)fm_call_gpu_end(st, &call);
     }
     fm_device_exit(&guard);
     if (PyErr_Occurred())
         goto error;
     PyThread_release_lock(self->lock);
-    return (PyObject *)out;
+    return fm_call_end(st, &call, (PyObject *)out);
 
 error:
     PyThread_release_lock(self->lock);
     Py_XDECREF(out);
-    return NULL;
+    return fm_call_end(st, &call, NULL);
 }
 
 PyDoc_STRVAR(MOG2_reset_doc,

@@ -144,22 +144,24 @@ static int rebuild_model(fm_MOG2Host *self, const fm_mog2_geometry *g)
 }
 
 PyDoc_STRVAR(MOG2Host_apply_doc,
-"apply($self, frame, /, learning_rate=-1.0, *, fgmask=None, known_foreground=None)\n--\n\n"
+"apply($self, frame, /, learning_rate=-1.0, *, fgmask=None, known_foreground=None,\n"
+"      timer=None)\n--\n\n"
 "Updates the model with a numpy frame and returns the uint8 mask (a new\n"
 "array, or `fgmask`). Same semantics as fastmog.BackgroundSubtractorMOG2.apply,\n"
 "without a stream: the work is done when the call returns.");
 
 static PyObject *MOG2Host_apply(PyObject *op, PyObject *args, PyObject *kwargs)
 {
-    static char *kwlist[] = {"", "learning_rate", "fgmask", "known_foreground", NULL};
+    static char *kwlist[] = {"", "learning_rate", "fgmask", "known_foreground", "timer", NULL};
     fm_MOG2Host *self = (fm_MOG2Host *)op;
-    PyObject *frame, *fgmask = Py_None, *known = Py_None, *mask = NULL;
+    fm_state *st = fm_state_of(op);
+    PyObject *frame, *fgmask = Py_None, *known = Py_None, *mask = NULL, *timer = NULL;
     double learning_rate = -1.0;
     int height, width, channels, type_num;
     size_t frame_pitch, mask_pitch, known_pitch = 0;
 
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|d$OO:apply", kwlist, &frame,
-                                     &learning_rate, &fgmask, &known))
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|d$OOO:apply", kwlist, &frame,
+                                     &learning_rate, &fgmask, &known, &timer))
         return NULL;
     if (self->closed) {
         PyErr_SetString(PyExc_ValueError, "the subtractor is closed");
@@ -184,6 +186,12 @@ static PyObject *MOG2Host_apply(PyObject *op, PyObject *args, PyObject *kwargs)
         mask_pitch = (size_t)width;
     }
 
+    fm_call call;
+    if (fm_call_begin(st, &call, "cpu.BackgroundSubtractorMOG2.apply", NULL, timer, NULL,
+                      height, width, channels) < 0) {
+        Py_DECREF(mask);
+        return NULL;
+    }
     fm_lock_acquire(self->lock);
     fm_mog2_geometry g = {width, height, channels, type_num == NPY_FLOAT32,
                           self->settings.n_mixtures};
@@ -193,7 +201,7 @@ static PyObject *MOG2Host_apply(PyObject *op, PyObject *args, PyObject *kwargs)
         && rebuild_model(self, &g) < 0) {
         PyThread_release_lock(self->lock);
         Py_DECREF(mask);
-        return NULL;
+        return fm_call_end(st, &call, NULL);
     }
     if (fm_mog2_needs_reset(self->frames_seen, learning_rate)) {
         memset(self->mode_count, 0, (size_t)width * (size_t)height);
@@ -218,9 +226,9 @@ static PyObject *MOG2Host_apply(PyObject *op, PyObject *args, PyObject *kwargs)
     if (rc != FM_MOG2_OK) {
         Py_DECREF(mask);
         PyErr_SetString(PyExc_ValueError, "MOG2 refused the frame or parameters");
-        return NULL;
+        return fm_call_end(st, &call, NULL);
     }
-    return mask;
+    return fm_call_end(st, &call, mask);
 }
 
 PyDoc_STRVAR(MOG2Host_get_background_image_doc,

@@ -232,25 +232,33 @@ static fm_Stream *open_stream(PyObject *op)
 }
 
 PyDoc_STRVAR(Stream_synchronize_doc,
-"synchronize($self, /)\n--\n\n"
+"synchronize($self, /, *, timer=None)\n--\n\n"
 "Waits until all work queued on this stream is done. The GIL is released\n"
 "while waiting and Ctrl-C interrupts the wait.");
 
-static PyObject *Stream_synchronize(PyObject *op, PyObject *Py_UNUSED(ignored))
+static PyObject *Stream_synchronize(PyObject *op, PyObject *args, PyObject *kwargs)
 {
+    static char *kwlist[] = {"timer", NULL};
+    PyObject *timer = NULL;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|$O:synchronize", kwlist, &timer))
+        return NULL;
     fm_Stream *self = open_stream(op);
     if (self == NULL)
         return NULL;
     fm_state *st = fm_state_of(op);
     fm_device_guard guard;
+    fm_call call;
+    if (fm_call_begin(st, &call, "Stream.synchronize", NULL, timer, self, 0, 0, 0) < 0)
+        return NULL;
     if (fm_device_enter(st, self->device, &guard) < 0)
-        return NULL;
+        return fm_call_end(st, &call, NULL);
+    fm_call_wait_begin(st, &call);
     int rc = fm_wait_stream(st, self->handle, "synchronizing a stream");
+    fm_call_wait_end(st, &call);
     fm_device_exit(&guard);
-    if (rc < 0)
-        return NULL;
-    fm_keepalive_sweep(st);
-    Py_RETURN_NONE;
+    if (rc == 0)
+        fm_keepalive_sweep(st);
+    return fm_call_end(st, &call, rc == 0 ? Py_NewRef(Py_None) : NULL);
 }
 
 PyDoc_STRVAR(Stream_query_doc,
@@ -290,27 +298,34 @@ static fm_Event *require_event(fm_state *st, PyObject *arg)
 }
 
 PyDoc_STRVAR(Stream_wait_doc,
-"wait($self, event, /)\n--\n\n"
+"wait($self, event, /, *, timer=None)\n--\n\n"
 "Makes work queued on this stream from now on wait for `event` (on the GPU;\n"
 "the host does not wait).");
 
-static PyObject *Stream_wait(PyObject *op, PyObject *arg)
+static PyObject *Stream_wait(PyObject *op, PyObject *args, PyObject *kwargs)
 {
+    static char *kwlist[] = {"", "timer", NULL};
+    PyObject *event_arg, *timer = NULL;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|$O:wait", kwlist, &event_arg, &timer))
+        return NULL;
     fm_Stream *self = open_stream(op);
     if (self == NULL)
         return NULL;
     fm_state *st = fm_state_of(op);
-    fm_Event *event = require_event(st, arg);
+    fm_Event *event = require_event(st, event_arg);
     if (event == NULL)
         return NULL;
     fm_device_guard guard;
-    if (fm_device_enter(st, self->device, &guard) < 0)
+    fm_call call;
+    if (fm_call_begin(st, &call, "Stream.wait", NULL, timer, self, 0, 0, 0) < 0)
         return NULL;
+    if (fm_device_enter(st, self->device, &guard) < 0)
+        return fm_call_end(st, &call, NULL);
     cudaError_t err = cudaStreamWaitEvent(self->handle, event->handle, 0);
     fm_device_exit(&guard);
     if (err != cudaSuccess)
-        return fm_cuda_error(st, err, "making a stream wait for an event");
-    Py_RETURN_NONE;
+        return fm_call_end(st, &call, fm_cuda_error(st, err, "making a stream wait for an event"));
+    return fm_call_end(st, &call, Py_NewRef(Py_None));
 }
 
 PyDoc_STRVAR(Stream_record_doc,
@@ -476,9 +491,11 @@ static PyMethodDef Stream_methods[] = {
      METH_VARARGS | METH_KEYWORDS | METH_CLASS, Stream_null_doc},
     {"wrap", (PyCFunction)(void (*)(void))Stream_wrap,
      METH_VARARGS | METH_KEYWORDS | METH_CLASS, Stream_wrap_doc},
-    {"synchronize", Stream_synchronize, METH_NOARGS, Stream_synchronize_doc},
+    {"synchronize", (PyCFunction)(void (*)(void))Stream_synchronize,
+     METH_VARARGS | METH_KEYWORDS, Stream_synchronize_doc},
     {"query", Stream_query, METH_NOARGS, Stream_query_doc},
-    {"wait", Stream_wait, METH_O, Stream_wait_doc},
+    {"wait", (PyCFunction)(void (*)(void))Stream_wait, METH_VARARGS | METH_KEYWORDS,
+     Stream_wait_doc},
     {"record", (PyCFunction)(void (*)(void))Stream_record,
      METH_VARARGS | METH_KEYWORDS, Stream_record_doc},
     {"close", Stream_close, METH_NOARGS, Stream_close_doc},

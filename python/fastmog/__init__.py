@@ -23,7 +23,9 @@ from ._fastmog import (
     pinned_like,
     pinned_zeros,
 )
+from ._fastmog import active_timer, nvtx_enabled, set_nvtx
 from ._diagnose import diagnose
+from ._timing import CallRecord, Timer, nvtx_range, profile
 from . import cpu
 
 
@@ -38,6 +40,13 @@ __version__ = "0.1.0"
 
 __all__ = [
     "BackgroundSubtractorMOG2",
+    "CallRecord",
+    "Timer",
+    "active_timer",
+    "nvtx_enabled",
+    "nvtx_range",
+    "profile",
+    "set_nvtx",
     "CudaError",
     "Event",
     "GpuMat",
