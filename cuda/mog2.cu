@@ -6,15 +6,28 @@
 
 namespace {
 
+// One thread per pixel. The pixel's modes in use are loaded once into a
+// thread-private copy (laid out with stride 1), updated there by the shared
+// per-pixel code, and stored once: device memory sees each byte of the model
+// state in use read once and written once, coalesced across the warp, and the
+// mode reordering happens in L1. Modes beyond the count are never touched.
 template <int C, typename T>
-__global__ void mog2_apply_kernel(fm_mog2_params params, fm_mog2_rates rates,
-                                  fm_image frame, fm_image known_foreground,
-                                  fm_image mask, fm_mog2_model model)
+__global__ void __launch_bounds__(256)
+mog2_apply_kernel(fm_mog2_params params, fm_mog2_rates rates, fm_image frame,
+                  fm_image known_foreground, fm_image mask, fm_mog2_model model)
 {
     const int x = blockIdx.x * blockDim.x + threadIdx.x;
     const int y = blockIdx.y * blockDim.y + threadIdx.y;
     if (x >= model.width || y >= model.height)
         return;
+
+    unsigned char *mask_row = static_cast<unsigned char *>(mask.data) + (size_t)y * mask.pitch;
+    if (known_foreground.data != NULL
+        && static_cast<const unsigned char *>(known_foreground.data)
+                   [(size_t)y * known_foreground.pitch + x] != 0) {
+        mask_row[x] = 255;  // foreground, and the model is left as it is
+        return;
+    }
 
     const T *row = reinterpret_cast<const T *>(
         static_cast<const char *>(frame.data) + (size_t)y * frame.pitch);
@@ -23,17 +36,37 @@ __global__ void mog2_apply_kernel(fm_mog2_params params, fm_mog2_rates rates,
     for (int c = 0; c < C; ++c)
         sample[c] = (float)row[(size_t)x * C + c];  // exact for uint8
 
-    int known = 0;
-    if (known_foreground.data != NULL)
-        known = static_cast<const unsigned char *>(known_foreground.data)
-                    [(size_t)y * known_foreground.pitch + x] != 0;
-
     const size_t i = (size_t)y * model.width + x;
-    unsigned char *mask_row = static_cast<unsigned char *>(mask.data) + (size_t)y * mask.pitch;
-    mask_row[x] = fm_mog2_update_pixel(&params, &rates, sample, C, known,
-                                       model.weight + i, model.variance + i,
-                                       model.mean + i, model.stride,
-                                       model.mode_count + i);
+    const size_t P = model.stride;
+    unsigned char nmodes = model.mode_count[i];
+    float weight[FM_MOG2_KERNEL_MAX_MIXTURES];
+    float variance[FM_MOG2_KERNEL_MAX_MIXTURES];
+    float mean[FM_MOG2_KERNEL_MAX_MIXTURES * C];
+#pragma unroll
+    for (int k = 0; k < FM_MOG2_KERNEL_MAX_MIXTURES; ++k) {
+        if (k < nmodes) {
+            weight[k] = model.weight[k * P + i];
+            variance[k] = model.variance[k * P + i];
+#pragma unroll
+            for (int c = 0; c < C; ++c)
+                mean[k * C + c] = model.mean[(k * C + c) * P + i];
+        }
+    }
+
+    mask_row[x] = fm_mog2_update_pixel(&params, &rates, sample, C, 0, weight, variance, mean,
+                                       1, &nmodes);
+
+#pragma unroll
+    for (int k = 0; k < FM_MOG2_KERNEL_MAX_MIXTURES; ++k) {
+        if (k < nmodes) {
+            model.weight[k * P + i] = weight[k];
+            model.variance[k * P + i] = variance[k];
+#pragma unroll
+            for (int c = 0; c < C; ++c)
+                model.mean[(k * C + c) * P + i] = mean[k * C + c];
+        }
+    }
+    model.mode_count[i] = nmodes;
 }
 
 template <int C, typename T>

@@ -428,6 +428,26 @@ error:
     return fm_call_end(st, &call, NULL);
 }
 
+PyDoc_STRVAR(MOG2_mode_counts_doc,
+"mode_counts($self, /)\n--\n\n"
+"A read-only H x W uint8 GpuMat view of the number of modes each pixel's\n"
+"model uses now (a view of the model, not a copy: it changes with apply()).");
+
+static PyObject *MOG2_mode_counts(PyObject *op, PyObject *Py_UNUSED(ignored))
+{
+    fm_MOG2 *self = open_self(op);
+    if (self == NULL)
+        return NULL;
+    if (self->model == NULL) {
+        PyErr_SetString(PyExc_ValueError, "there is no model yet: call apply() first");
+        return NULL;
+    }
+    fm_mog2_model model = model_view(self);
+    return (PyObject *)fm_gpumat_view(fm_state_of(op), self->model, (char *)model.mode_count,
+                                      (size_t)model.width, model.height, model.width, 1, 2,
+                                      NPY_UINT8, 1);
+}
+
 PyDoc_STRVAR(MOG2_reset_doc,
 "reset($self, /)\n--\n\n"
 "Forgets the model: the next apply() starts a new one (no GPU work now).");
@@ -551,6 +571,7 @@ static PyMethodDef MOG2_methods[] = {
     {"getBackgroundImage", (PyCFunction)(void (*)(void))MOG2_get_background_image,
      METH_VARARGS | METH_KEYWORDS, "OpenCV-style alias of get_background_image."},
     {"reset", MOG2_reset, METH_NOARGS, MOG2_reset_doc},
+    {"mode_counts", MOG2_mode_counts, METH_NOARGS, MOG2_mode_counts_doc},
     {"clear", MOG2_reset, METH_NOARGS, "OpenCV-style alias of reset."},
     {"close", MOG2_close, METH_NOARGS, MOG2_close_doc},
     {"__enter__", MOG2_enter, METH_NOARGS, NULL},

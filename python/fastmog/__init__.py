@@ -26,6 +26,7 @@ from ._fastmog import (
 from ._fastmog import active_timer, nvtx_enabled, set_nvtx
 from ._diagnose import diagnose
 from ._timing import CallRecord, Timer, nvtx_range, profile
+from ._pipeline import pipeline
 from . import cpu
 
 
@@ -45,6 +46,7 @@ __all__ = [
     "active_timer",
     "nvtx_enabled",
     "nvtx_range",
+    "pipeline",
     "profile",
     "set_nvtx",
     "CudaError",

@@ -1,0 +1,62 @@
+"""The overlapped pipeline and the many-cameras idiom, against the host
+reference."""
+import numpy as np
+import pytest
+
+import fastmog
+from conftest import random_image
+from mog2_cases import convert, iter_frames
+
+pytestmark = pytest.mark.gpu
+
+
+@pytest.fixture
+def streams():
+    s = [fastmog.Stream() for _ in range(3)]
+    yield s
+    for x in s:
+        x.close()
+
+
+@pytest.mark.parametrize("pinned", [True, False])
+def test_pipeline_equals_host_in_order(data_dir, streams, pinned):
+    frames = [convert(f, "grey", np.uint8) for f in iter_frames(data_dir, "CAVIAR2", 60)]
+    if pinned:
+        pinned_frames = []
+        for f in frames:
+            p = fastmog.pinned_like(f)
+            p[...] = f
+            pinned_frames.append(p)
+        frames = pinned_frames
+    gpu = fastmog.BackgroundSubtractorMOG2()
+    host = fastmog.cpu.BackgroundSubtractorMOG2()
+    got = [m.copy() for m in fastmog.pipeline(gpu, iter(frames), streams=streams, depth=3)]
+    assert len(got) == len(frames)
+    for i, (g, f) in enumerate(zip(got, frames)):
+        assert np.array_equal(g, host.apply(f)), f"frame {i}"
+
+
+def test_pipeline_rejects_bad_use(rng, streams):
+    gpu = fastmog.BackgroundSubtractorMOG2()
+    frames = [random_image(rng, (16, 16), np.uint8), random_image(rng, (16, 17), np.uint8)]
+    with pytest.raises(ValueError, match="frame 1"):
+        list(fastmog.pipeline(gpu, frames, streams=streams))
+    with pytest.raises(TypeError, match="three"):
+        list(fastmog.pipeline(gpu, frames, streams=streams[0]))
+
+
+def test_many_cameras_as_one_tall_frame(rng):
+    """N models of the same size updated by one launch: stack the frames
+    vertically. Each pixel's model is independent, so this equals N separate
+    subtractors fed in lockstep."""
+    n, h, w = 8, 48, 64
+    stacked = fastmog.BackgroundSubtractorMOG2()
+    separate = [fastmog.BackgroundSubtractorMOG2() for _ in range(n)]
+    with fastmog.Stream() as s:
+        base = random_image(rng, (n, h, w, 3), np.uint8)
+        for t in range(20):
+            frames = np.clip(base + rng.integers(-8, 9, base.shape), 0, 255).astype(np.uint8)
+            tall = stacked.apply(frames.reshape(n * h, w, 3), stream=s).download(stream=s)
+            for k in range(n):
+                alone = separate[k].apply(frames[k], stream=s).download(stream=s)
+                assert np.array_equal(tall[k * h:(k + 1) * h], alone), (t, k)
