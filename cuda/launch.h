@@ -49,9 +49,6 @@ typedef struct fm_mog2_model {
     int channels;
 } fm_mog2_model;
 
-/* Largest n_mixtures the kernels accept. */
-#define FM_MOG2_KERNEL_MAX_MIXTURES 8
-
 /* Updates `model` with `frame` (uint8 or float32 values, model.channels of
  * them per pixel) and writes the uint8 `mask`. `known_foreground` is a uint8
  * image whose non-zero pixels are foreground and not learned, or has

@@ -39,11 +39,11 @@ mog2_apply_kernel(fm_mog2_params params, fm_mog2_rates rates, fm_image frame,
     const size_t i = (size_t)y * model.width + x;
     const size_t P = model.stride;
     unsigned char nmodes = model.mode_count[i];
-    float weight[FM_MOG2_KERNEL_MAX_MIXTURES];
-    float variance[FM_MOG2_KERNEL_MAX_MIXTURES];
-    float mean[FM_MOG2_KERNEL_MAX_MIXTURES * C];
+    float weight[FM_MOG2_MAX_MIXTURES];
+    float variance[FM_MOG2_MAX_MIXTURES];
+    float mean[FM_MOG2_MAX_MIXTURES * C];
 #pragma unroll
-    for (int k = 0; k < FM_MOG2_KERNEL_MAX_MIXTURES; ++k) {
+    for (int k = 0; k < FM_MOG2_MAX_MIXTURES; ++k) {
         if (k < nmodes) {
             weight[k] = model.weight[k * P + i];
             variance[k] = model.variance[k * P + i];
@@ -57,7 +57,7 @@ mog2_apply_kernel(fm_mog2_params params, fm_mog2_rates rates, fm_image frame,
                                        1, &nmodes);
 
 #pragma unroll
-    for (int k = 0; k < FM_MOG2_KERNEL_MAX_MIXTURES; ++k) {
+    for (int k = 0; k < FM_MOG2_MAX_MIXTURES; ++k) {
         if (k < nmodes) {
             model.weight[k * P + i] = weight[k];
             model.variance[k * P + i] = variance[k];
@@ -132,7 +132,7 @@ extern "C" cudaError_t fm_launch_mog2_apply(fm_mog2_params params, fm_mog2_rates
                                             cudaStream_t stream)
 {
     if (!valid_shape(model, frame.channels, frame.elem_size)
-        || params.n_mixtures < 1 || params.n_mixtures > FM_MOG2_KERNEL_MAX_MIXTURES)
+        || params.n_mixtures < 1 || params.n_mixtures > FM_MOG2_MAX_MIXTURES)
         return cudaErrorInvalidValue;
     ApplyKernel kernel = kApply[frame.elem_size == 4][frame.channels - 1];
     if (kernel == nullptr)

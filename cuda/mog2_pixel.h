@@ -45,10 +45,16 @@
 #define FM_HOST_DEVICE
 #endif
 
-/* OpenCV asserts nmixtures <= 255 and keeps the per-pixel count in a uchar.
- * Nothing here allocates per-mode scratch, so the full range is supported;
- * a kernel that caches modes in registers may impose a smaller limit. */
-#define FM_MOG2_MAX_MIXTURES 255
+/* Loops over modes run to this compile-time bound (and stop at the pixel's
+ * mode count), so that every index is a constant once unrolled: the kernel
+ * then keeps a pixel's modes in registers. OpenCV allows up to 255. */
+#define FM_MOG2_MAX_MIXTURES 8
+
+#ifdef __CUDACC__
+#define FM_UNROLL _Pragma("unroll")
+#else
+#define FM_UNROLL
+#endif
 /* Channels handled: 1 (grey), 2, 3 (BGR), 4 (BGRA).  Sizes the per-pixel
  * difference scratch. */
 #define FM_MOG2_MAX_CHANNELS 4
@@ -174,6 +180,7 @@ FM_HOST_DEVICE static inline void fm_mog2_swap_modes(float *weight, float *varia
     t = variance[(size_t)a * stride];
     variance[(size_t)a * stride] = variance[(size_t)b * stride];
     variance[(size_t)b * stride] = t;
+    FM_UNROLL
     for (c = 0; c < channels; ++c) {
         size_t ia = ((size_t)a * channels + c) * stride;
         size_t ib = ((size_t)b * channels + c) * stride;
@@ -200,10 +207,14 @@ FM_HOST_DEVICE static inline int fm_mog2_is_shadow(const fm_mog2_params *p,
     float wsum = 0.0f;
     int m, c;
 
-    for (m = 0; m < nmodes; ++m) {
+    FM_UNROLL
+    for (m = 0; m < FM_MOG2_MAX_MIXTURES; ++m) {
+        if (m >= nmodes)
+            break;
         const float *mu = mean + (size_t)m * channels * stride;
         float dot = 0.0f;  /* x . mu */
         float norm = 0.0f; /* mu . mu */
+        FM_UNROLL
         for (c = 0; c < channels; ++c) {
             dot += x[c] * mu[(size_t)c * stride];
             norm += mu[(size_t)c * stride] * mu[(size_t)c * stride];
@@ -214,6 +225,7 @@ FM_HOST_DEVICE static inline int fm_mog2_is_shadow(const fm_mog2_params *p,
         if (dot <= norm && dot >= tau * norm) {
             float a = dot / norm;
             float dist2 = 0.0f;
+            FM_UNROLL
             for (c = 0; c < channels; ++c) {
                 float d = a * mu[(size_t)c * stride] - x[c];
                 dist2 += d * d;
@@ -269,15 +281,23 @@ fm_mog2_update_pixel(const fm_mog2_params *p, const fm_mog2_rates *r,
         return 255;
 
     /* Pass over the modes, strongest first.  Note nmodes shrinks when a mode
-     * is pruned, which also shortens this loop (OpenCV does the same). */
-    for (m = 0; m < nmodes; ++m) {
+     * is pruned, which also shortens this loop (OpenCV does the same).  Every
+     * array index below is a loop constant once unrolled; positions that
+     * depend on the data are selected by comparison, never computed. */
+    FM_UNROLL
+    for (m = 0; m < FM_MOG2_MAX_MIXTURES; ++m) {
+        if (m >= nmodes)
+            break;
         /* every mode decays; prune <= 0 pushes weak modes below zero */
         float w = alpha1 * weight[(size_t)m * stride] + prune;
-        int moved = 0;
+        /* where mode m ends up, as a one-bit mask: tested bit by bit, so no
+         * compiler turns it back into a computed array index */
+        unsigned dest = 1u << m;
 
         if (!fitted) {
             float var = variance[(size_t)m * stride];
             float dist2 = 0.0f;
+            FM_UNROLL
             for (c = 0; c < channels; ++c) {
                 diff[c] = mean[((size_t)m * channels + c) * stride] - x[c];
                 dist2 += diff[c] * diff[c];
@@ -288,27 +308,41 @@ fm_mog2_update_pixel(const fm_mog2_params *p, const fm_mog2_rates *r,
                 background = 1;
 
             if (dist2 < tg * var) {
-                float k, var_new;
+                float k, var_new, moved_mean[FM_MOG2_MAX_CHANNELS];
+                int j;
                 fitted = 1;
                 w += alpha_t;
                 k = alpha_t / w;
-                for (c = 0; c < channels; ++c) {
-                    size_t im = ((size_t)m * channels + c) * stride;
-                    mean[im] = mean[im] - k * diff[c];
-                }
+                FM_UNROLL
+                for (c = 0; c < channels; ++c)
+                    moved_mean[c] = mean[((size_t)m * channels + c) * stride] - k * diff[c];
                 var_new = var + k * (dist2 - var);
                 var_new = var_new < var_lo ? var_lo : var_new; /* MAX */
                 var_new = var_new > var_hi ? var_hi : var_new; /* MIN */
-                variance[(size_t)m * stride] = var_new;
 
-                /* Only this mode gained weight: bubble it towards the front.
-                 * Modes before it already hold their updated weights; the
-                 * moving slot still carries the old weight until written below. */
-                while (m - moved > 0 &&
-                       !(w < weight[(size_t)(m - moved - 1) * stride])) {
-                    fm_mog2_swap_modes(weight, variance, mean, stride, channels,
-                                       m - moved, m - moved - 1);
-                    ++moved;
+                /* Only this mode gained weight: move it towards the front past
+                 * the modes (already updated) that do not outweigh it,
+                 * shifting them back by one, as OpenCV's swaps do. */
+                FM_UNROLL
+                for (j = FM_MOG2_MAX_MIXTURES - 1; j > 0; --j) {
+                    if ((dest >> j & 1u) && !(w < weight[(size_t)(j - 1) * stride])) {
+                        weight[(size_t)j * stride] = weight[(size_t)(j - 1) * stride];
+                        variance[(size_t)j * stride] = variance[(size_t)(j - 1) * stride];
+                        FM_UNROLL
+                        for (c = 0; c < channels; ++c)
+                            mean[((size_t)j * channels + c) * stride] =
+                                mean[((size_t)(j - 1) * channels + c) * stride];
+                        dest >>= 1;
+                    }
+                }
+                FM_UNROLL
+                for (j = 0; j < FM_MOG2_MAX_MIXTURES; ++j) {
+                    if (dest >> j & 1u) {
+                        variance[(size_t)j * stride] = var_new;
+                        FM_UNROLL
+                        for (c = 0; c < channels; ++c)
+                            mean[((size_t)j * channels + c) * stride] = moved_mean[c];
+                    }
                 }
             }
         }
@@ -317,7 +351,13 @@ fm_mog2_update_pixel(const fm_mog2_params *p, const fm_mog2_rates *r,
             w = 0.0f;
             --nmodes;
         }
-        weight[(size_t)(m - moved) * stride] = w;
+        {
+            int j;
+            FM_UNROLL
+            for (j = 0; j < FM_MOG2_MAX_MIXTURES; ++j)
+                if (dest >> j & 1u)
+                    weight[(size_t)j * stride] = w;
+        }
         wsum += w;
     }
 
@@ -326,29 +366,40 @@ fm_mog2_update_pixel(const fm_mog2_params *p, const fm_mog2_rates *r,
     inv = 0.0f;
     if (wsum > FM_MOG2_FLT_EPSILON || -wsum > FM_MOG2_FLT_EPSILON) /* fabsf(wsum) > eps */
         inv = 1.0f / wsum;
-    for (m = 0; m < nmodes; ++m)
-        weight[(size_t)m * stride] *= inv;
+    FM_UNROLL
+    for (m = 0; m < FM_MOG2_MAX_MIXTURES; ++m)
+        if (m < nmodes)
+            weight[(size_t)m * stride] *= inv;
 
     /* No mode explains x: add one (or replace the weakest).  Skipped when the
      * learning rate is 0 so a frozen model stays frozen. */
     if (!fitted && alpha_t > 0.0f) {
-        int slot = nmodes == kmax ? kmax - 1 : nmodes++;
+        unsigned slot, moving; /* one-bit position masks, as above */
         int i;
-        if (nmodes == 1) {
-            weight[(size_t)slot * stride] = 1.0f;
-        } else {
-            weight[(size_t)slot * stride] = alpha_t;
-            for (i = 0; i < nmodes - 1; ++i) /* the others keep summing to 1 */
+        if (nmodes < kmax)
+            ++nmodes;
+        slot = 1u << (nmodes - 1); /* the end, or the weakest when full */
+        FM_UNROLL
+        for (i = 0; i < FM_MOG2_MAX_MIXTURES; ++i) {
+            if (slot >> i & 1u) {
+                weight[(size_t)i * stride] = nmodes == 1 ? 1.0f : alpha_t;
+                FM_UNROLL
+                for (c = 0; c < channels; ++c)
+                    mean[((size_t)i * channels + c) * stride] = x[c];
+                variance[(size_t)i * stride] = p->var_init;
+            }
+            else if ((slot - 1u) >> i & 1u) { /* the others keep summing to 1 */
                 weight[(size_t)i * stride] *= alpha1;
+            }
         }
-        for (c = 0; c < channels; ++c)
-            mean[((size_t)slot * channels + c) * stride] = x[c];
-        variance[(size_t)slot * stride] = p->var_init;
-
-        for (i = nmodes - 1; i > 0; --i) {
-            if (alpha_t < weight[(size_t)(i - 1) * stride])
-                break;
-            fm_mog2_swap_modes(weight, variance, mean, stride, channels, i, i - 1);
+        /* move the new mode forward while it outweighs its predecessor */
+        moving = slot;
+        FM_UNROLL
+        for (i = FM_MOG2_MAX_MIXTURES - 1; i > 0; --i) {
+            if ((moving >> i & 1u) && !(alpha_t < weight[(size_t)(i - 1) * stride])) {
+                fm_mog2_swap_modes(weight, variance, mean, stride, channels, i, i - 1);
+                moving >>= 1;
+            }
         }
     }
 
@@ -379,10 +430,15 @@ fm_mog2_background_pixel(const fm_mog2_params *p, int channels,
     float inv;
     int m, c;
 
+    FM_UNROLL
     for (c = 0; c < channels; ++c)
         acc[c] = 0.0f;
-    for (m = 0; m < nmodes; ++m) {
+    FM_UNROLL
+    for (m = 0; m < FM_MOG2_MAX_MIXTURES; ++m) {
+        if (m >= nmodes)
+            break;
         float w = weight[(size_t)m * stride];
+        FM_UNROLL
         for (c = 0; c < channels; ++c)
             acc[c] += w * mean[((size_t)m * channels + c) * stride];
         wsum += w;
@@ -392,6 +448,7 @@ fm_mog2_background_pixel(const fm_mog2_params *p, int channels,
     inv = 0.0f;
     if (wsum > FM_MOG2_FLT_EPSILON || -wsum > FM_MOG2_FLT_EPSILON)
         inv = 1.0f / wsum;
+    FM_UNROLL
     for (c = 0; c < channels; ++c)
         out[c] = acc[c] * inv;
 }

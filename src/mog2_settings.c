@@ -22,7 +22,7 @@ typedef struct field {
       "Squared Mahalanobis distance under which a pixel is background (Tb).")         \
     X(2, detect_shadows, FIELD_BOOL, 0, 1, DetectShadows,                             \
       "Mark shadows with shadow_value instead of 255.")                               \
-    X(3, n_mixtures, FIELD_INT, 1, FM_MOG2_KERNEL_MAX_MIXTURES, NMixtures,            \
+    X(3, n_mixtures, FIELD_INT, 1, FM_MOG2_MAX_MIXTURES, NMixtures,            \
       "Gaussian modes per pixel (1 to 8). A change restarts the model.")              \
     X(4, background_ratio, FIELD_FLOAT, 0, 1, BackgroundRatio,                        \
       "Share of the weight that the background modes hold (TB).")                     \
