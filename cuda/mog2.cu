@@ -11,8 +11,13 @@ namespace {
 // per-pixel code, and stored once: device memory sees each byte of the model
 // state in use read once and written once, coalesced across the warp, and the
 // mode reordering happens in L1. Modes beyond the count are never touched.
+// Blocks per SM asked of the register allocator: as many as fit without
+// spilling, since occupancy is what keeps enough loads in flight.
+template <int C>
+constexpr int kMinBlocks = C == 1 ? 4 : (C == 3 ? 3 : 2);
+
 template <int C, typename T>
-__global__ void __launch_bounds__(256)
+__global__ void __launch_bounds__(256, kMinBlocks<C>)
 mog2_apply_kernel(fm_mog2_params params, fm_mog2_rates rates, fm_image frame,
                   fm_image known_foreground, fm_image mask, fm_mog2_model model)
 {
@@ -42,8 +47,16 @@ mog2_apply_kernel(fm_mog2_params params, fm_mog2_rates rates, fm_image frame,
     float weight[FM_MOG2_MAX_MIXTURES];
     float variance[FM_MOG2_MAX_MIXTURES];
     float mean[FM_MOG2_MAX_MIXTURES * C];
+    // Mode 0 is read without waiting for the mode count (almost every pixel
+    // uses it, and the model is zeroed when made): one round trip to memory
+    // fewer for most pixels, which is what bounds scenes with few modes.
+    weight[0] = model.weight[i];
+    variance[0] = model.variance[i];
 #pragma unroll
-    for (int k = 0; k < FM_MOG2_MAX_MIXTURES; ++k) {
+    for (int c = 0; c < C; ++c)
+        mean[c] = model.mean[c * P + i];
+#pragma unroll
+    for (int k = 1; k < FM_MOG2_MAX_MIXTURES; ++k) {
         if (k < nmodes) {
             weight[k] = model.weight[k * P + i];
             variance[k] = model.variance[k * P + i];
