@@ -14,6 +14,17 @@ static const char *advice_for(cudaError_t err)
                "or run fastmog.diagnose()";
     case cudaErrorInvalidDevice:
         return "; see fastmog.device_count()";
+    case cudaErrorIllegalAddress:
+    case cudaErrorLaunchFailure:
+    case cudaErrorHardwareStackError:
+    case cudaErrorIllegalInstruction:
+    case cudaErrorMisalignedAddress:
+    case cudaErrorInvalidAddressSpace:
+    case cudaErrorInvalidPc:
+    case cudaErrorECCUncorrectable:
+    case cudaErrorAssert:
+        return "; this error is sticky: the CUDA context is lost and every later GPU "
+               "call fails until the process restarts";
     default:
         return "";
     }

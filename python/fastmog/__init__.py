@@ -27,6 +27,7 @@ from ._fastmog import active_timer, nvtx_enabled, set_nvtx
 from ._diagnose import diagnose
 from ._timing import CallRecord, Timer, nvtx_range, profile
 from ._pipeline import pipeline
+from ._display import Image
 from . import cpu
 
 
@@ -42,6 +43,7 @@ __version__ = "0.1.0"
 __all__ = [
     "BackgroundSubtractorMOG2",
     "CallRecord",
+    "Image",
     "Timer",
     "active_timer",
     "nvtx_enabled",

@@ -1,0 +1,49 @@
+"""Every Python code block of the README runs (GPU blocks on a GPU), and its
+shell commands are the ones CI and the tests use."""
+import pathlib
+import re
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import fastmog
+from conftest import GPU_OK
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+README = (ROOT / "README.md").read_text()
+BLOCKS = re.findall(r"```python\n(.*?)```", README, re.S)
+GPU_WORDS = ("Stream(", "stream=", "GpuMat")
+
+
+@pytest.mark.parametrize("index", range(len(BLOCKS)))
+def test_python_block_runs(index, tmp_path):
+    code = BLOCKS[index]
+    if any(w in code for w in GPU_WORDS) and not GPU_OK:
+        pytest.skip("this README block needs a CUDA GPU")
+    if ("cupy" in code or "torch" in code):
+        pytest.importorskip("cupy")
+        pytest.importorskip("torch")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                       cwd=tmp_path, timeout=300)
+    assert r.returncode == 0, f"README block {index} failed:\n{code}\n{r.stderr}"
+
+
+def test_the_two_commands_are_what_ci_runs():
+    first, second = re.search(r"## Two commands.*?```bash\n(.*?)\n(.*?)\n```", README, re.S).groups()
+    assert first.startswith('pip install ".[test]" && python -m fastmog')
+    assert second.startswith("python -m pytest")
+    ci = (ROOT / ".ci" / "run").read_text()
+    assert 'pip install --quiet ".[test]"' in ci and "python3 -m pytest" in ci
+
+
+def test_image_display_is_a_png():
+    png = fastmog.Image(np.arange(12, dtype=np.uint8).reshape(3, 4))._repr_png_()
+    assert png.startswith(b"\x89PNG")
+    cv2 = pytest.importorskip("cv2")
+    colour = np.zeros((5, 6, 3), np.uint8)
+    colour[..., 2] = 200  # red in BGR
+    back = cv2.imdecode(np.frombuffer(fastmog.Image(colour)._repr_png_(), np.uint8),
+                        cv2.IMREAD_COLOR)
+    assert np.array_equal(back, colour)
