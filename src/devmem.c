@@ -9,6 +9,8 @@
  * never frees; so a new block is safe on every stream at once. */
 #include "fastmog.h"
 
+#define FM_DEVICE_CACHE_BYTES ((uint64_t)512 << 20)
+
 static int device_pool(fm_state *st, int device, cudaMemPool_t *out)
 {
     if (st->device_pools[device] != NULL) {
@@ -31,9 +33,12 @@ static int device_pool(fm_state *st, int device, cudaMemPool_t *out)
     cudaMemPool_t pool;
     FM_CUDA_CHECK(st, cudaMemPoolCreate(&pool, &props), "creating a memory pool on device %d", device);
 
-    uint64_t keep_everything = UINT64_MAX;  /* cache; empty_cache() trims */
+    /* Keep up to this much freed memory cached for reuse at synchronisation
+     * points; more goes back to the driver, so other processes are not
+     * starved. empty_cache() trims the rest. */
+    uint64_t keep = FM_DEVICE_CACHE_BYTES;
     int off = 0;
-    cudaError_t err = cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep_everything);
+    cudaError_t err = cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep);
     if (err == cudaSuccess)
         err = cudaMemPoolSetAttribute(pool, cudaMemPoolReuseFollowEventDependencies, &off);
     if (err == cudaSuccess)

@@ -3,6 +3,8 @@
 #include "fastmog.h"
 
 #define BLOCK_GRANULE ((size_t)4096)
+/* Cached pinned memory beyond this is freed rather than kept. */
+#define CACHE_LIMIT ((size_t)1 << 30)
 /* A cached block serves a request if it wastes at most this much. */
 #define MAX_SLACK(n) ((n) + (size_t)(1 << 20))
 
@@ -47,6 +49,10 @@ void fm_pinned_pool_clear(fm_pinned_pool *pool)
 static void pool_give_back(fm_pinned_pool *pool, fm_pinned_block block)
 {
     pool->bytes_in_use -= block.size;
+    if (pool->bytes_cached + block.size > CACHE_LIMIT) {
+        free_host_block(block.ptr);
+        return;
+    }
     if (pool->n_free == pool->cap_free) {
         size_t cap = pool->cap_free ? 2 * pool->cap_free : 16;
         fm_pinned_block *grown = PyMem_Realloc(pool->free_blocks, cap * sizeof(*grown));
