@@ -47,15 +47,17 @@ mog2_apply_kernel(fm_mog2_params params, fm_mog2_rates rates, fm_image frame,
     float weight[FM_MOG2_MAX_MIXTURES];
     float variance[FM_MOG2_MAX_MIXTURES];
     float mean[FM_MOG2_MAX_MIXTURES * C];
-    // The first two modes are read without waiting for the mode count (the
-    // model is zeroed when made, so they are always defined): most pixels of
-    // a real scene use one or two modes, and DRAM moves whole 32-byte sectors
-    // of 8 neighbours anyway, so this costs little traffic and saves a
-    // dependent round trip to memory, which is what bounds such scenes.
-    const int speculative = params.n_mixtures >= 2 ? 2 : 1;
+    // Mode 0 is read without waiting for the mode count (almost every pixel
+    // uses it, and the model is zeroed when made): one round trip to memory
+    // fewer for most pixels, which is what bounds scenes with few modes.
+    weight[0] = model.weight[i];
+    variance[0] = model.variance[i];
 #pragma unroll
-    for (int k = 0; k < FM_MOG2_MAX_MIXTURES; ++k) {
-        if (k < speculative || k < nmodes) {
+    for (int c = 0; c < C; ++c)
+        mean[c] = model.mean[c * P + i];
+#pragma unroll
+    for (int k = 1; k < FM_MOG2_MAX_MIXTURES; ++k) {
+        if (k < nmodes) {
             weight[k] = model.weight[k * P + i];
             variance[k] = model.variance[k * P + i];
 #pragma unroll
