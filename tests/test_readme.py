@@ -9,7 +9,6 @@ import numpy as np
 import pytest
 
 import fastmog
-from conftest import GPU_OK
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 README = (ROOT / "README.md").read_text()
@@ -17,11 +16,15 @@ BLOCKS = re.findall(r"```python\n(.*?)```", README, re.S)
 GPU_WORDS = ("Stream(", "stream=", "GpuMat")
 
 
-@pytest.mark.parametrize("index", range(len(BLOCKS)))
+def _needs_gpu(code):
+    return any(w in code for w in GPU_WORDS)
+
+
+@pytest.mark.parametrize("index", [
+    pytest.param(i, marks=pytest.mark.gpu) if _needs_gpu(code) else i
+    for i, code in enumerate(BLOCKS)])
 def test_python_block_runs(index, tmp_path):
     code = BLOCKS[index]
-    if any(w in code for w in GPU_WORDS) and not GPU_OK:
-        pytest.skip("this README block needs a CUDA GPU")
     if ("cupy" in code or "torch" in code):
         pytest.importorskip("cupy")
         pytest.importorskip("torch")
