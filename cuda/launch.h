@@ -1,6 +1,6 @@
-/* The C boundary between src/ (C11) and cuda/ (CUDA C).
- *
- * Every symbol exported by the .cu files in cuda/ is an extern "C" launcher declared here.
+/* The C boundary between src/ (C11) and cuda/ (CUDA C): every symbol the .cu
+ * files export is an extern "C" launcher declared here, with the plain structs
+ * they take (images, MOG2 parameters; never the per-pixel maths).
  * A launcher only queues work: it returns the launch's cudaError_t, takes the
  * stream last, and never synchronizes, prints or exits. */
 #ifndef FASTMOG_CUDA_LAUNCH_H
@@ -9,7 +9,7 @@
 #include <stddef.h>
 #include <cuda_runtime_api.h>
 
-#include "mog2_pixel.h"
+#include "mog2_params.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -35,19 +35,6 @@ typedef struct fm_fill_pattern {
 /* Writes `pattern` (channels * elem_size bytes) into every pixel of `dst`. */
 cudaError_t fm_launch_fill(fm_image dst, fm_fill_pattern pattern,
                            cudaStream_t stream);
-
-/* A MOG2 model in device memory (layout in mog2_pixel.h): P = width*height
- * pixels, `stride` = P. */
-typedef struct fm_mog2_model {
-    float *weight;
-    float *variance;
-    float *mean;
-    unsigned char *mode_count;
-    size_t stride;
-    int width;
-    int height;
-    int channels;
-} fm_mog2_model;
 
 /* Updates `model` with `frame` (uint8 or float32 values, model.channels of
  * them per pixel) and writes the uint8 `mask`. `known_foreground` is a uint8

@@ -3,6 +3,7 @@
 // produce the same floats as OpenCV's CPU code.
 #include "launch.h"
 #include "grid.h"
+#include "mog2_pixel.h"
 
 namespace {
 

@@ -21,34 +21,21 @@
  * The header has no dependency on <math.h>: comparisons are written out so
  * that NaN behaves exactly as OpenCV's MIN/MAX macros and std::abs do.
  *
- * Model layout (structure of arrays, mode-major, P = pixels in the model,
- * K = n_mixtures, C = channels):
- *     weight  [k*P + i]            float
- *     variance[k*P + i]            float
- *     mean    [(k*C + c)*P + i]    float
- *     mode_count[i]                uint8  (modes in use, 0..K)
- * The per-pixel functions take pointers already offset by i and the stride P,
- * so neighbouring threads touch neighbouring addresses (coalesced on GPU).
- *
- * Initial state: mode_count = 0 for every pixel is the whole initialisation
- * (OpenCV zero-fills only its used-modes array; modes beyond mode_count are
- * never read).  Zero-filling all arrays is also fine.
+ * The model's layout is described in mog2_params.h; the per-pixel functions
+ * take pointers already offset by the pixel and the stride between modes.
  */
 #ifndef FASTMOG_MOG2_PIXEL_H
 #define FASTMOG_MOG2_PIXEL_H
 
 #include <stddef.h>
 
+#include "mog2_params.h"
+
 #ifdef __CUDACC__
 #define FM_HOST_DEVICE __host__ __device__
 #else
 #define FM_HOST_DEVICE
 #endif
-
-/* Loops over modes run to this compile-time bound (and stop at the pixel's
- * mode count), so that every index is a constant once unrolled: the kernel
- * then keeps a pixel's modes in registers. OpenCV allows up to 255. */
-#define FM_MOG2_MAX_MIXTURES 8
 
 #ifdef __CUDACC__
 #define FM_UNROLL _Pragma("unroll")
@@ -61,111 +48,6 @@
 
 /* FLT_EPSILON (2^-23), written out so device code needs no <float.h>. */
 #define FM_MOG2_FLT_EPSILON 1.1920928955078125e-7f
-
-/* Defaults of cv::createBackgroundSubtractorMOG2() (same in 4.x and 5.x). */
-#define FM_MOG2_DEFAULT_HISTORY 500
-#define FM_MOG2_DEFAULT_VAR_THRESHOLD 16.0f      /* 4*4 */
-#define FM_MOG2_DEFAULT_N_MIXTURES 5
-#define FM_MOG2_DEFAULT_BACKGROUND_RATIO 0.9f
-#define FM_MOG2_DEFAULT_VAR_THRESHOLD_GEN 9.0f   /* 3*3 */
-#define FM_MOG2_DEFAULT_VAR_INIT 15.0f
-#define FM_MOG2_DEFAULT_VAR_MIN 4.0f
-#define FM_MOG2_DEFAULT_VAR_MAX 75.0f            /* 5*varInit */
-#define FM_MOG2_DEFAULT_CT 0.05f
-#define FM_MOG2_DEFAULT_SHADOW_VALUE 127
-#define FM_MOG2_DEFAULT_SHADOW_THRESHOLD 0.5f
-
-/*
- * Algorithm parameters, already in the types the maths uses.
- * OpenCV keeps varThreshold as a double but only ever uses (float)varThreshold;
- * every other threshold is a float member.  Convert Python floats with a
- * single (float) cast from double, as OpenCV's setters do.
- * var_min / var_max are the user's values; the update uses
- * MIN(var_min, var_max) and MAX(var_min, var_max) like OpenCV does.
- */
-typedef struct fm_mog2_params {
-    int n_mixtures;                       /* K, 1..FM_MOG2_MAX_MIXTURES */
-    float var_threshold;                  /* Tb  (float)varThreshold */
-    float background_ratio;               /* TB */
-    float var_threshold_gen;              /* Tg */
-    float var_init;
-    float var_min;
-    float var_max;
-    float complexity_reduction_threshold; /* fCT; only enters via the double prune */
-    float shadow_threshold;               /* tau */
-    unsigned char shadow_value;           /* mask value for shadows */
-    unsigned char detect_shadows;         /* 0 / 1 */
-} fm_mog2_params;
-
-/* Per-frame constants derived from the effective learning rate. */
-typedef struct fm_mog2_rates {
-    float alpha_t; /* (float)learningRate */
-    float alpha1;  /* 1.f - alpha_t, computed in float */
-    float prune;   /* (float)(-learningRate * (double)fCT), computed in double */
-} fm_mog2_rates;
-
-static inline void fm_mog2_default_params(fm_mog2_params *p)
-{
-    p->n_mixtures = FM_MOG2_DEFAULT_N_MIXTURES;
-    p->var_threshold = FM_MOG2_DEFAULT_VAR_THRESHOLD;
-    p->background_ratio = FM_MOG2_DEFAULT_BACKGROUND_RATIO;
-    p->var_threshold_gen = FM_MOG2_DEFAULT_VAR_THRESHOLD_GEN;
-    p->var_init = FM_MOG2_DEFAULT_VAR_INIT;
-    p->var_min = FM_MOG2_DEFAULT_VAR_MIN;
-    p->var_max = FM_MOG2_DEFAULT_VAR_MAX;
-    p->complexity_reduction_threshold = FM_MOG2_DEFAULT_CT;
-    p->shadow_threshold = FM_MOG2_DEFAULT_SHADOW_THRESHOLD;
-    p->shadow_value = FM_MOG2_DEFAULT_SHADOW_VALUE;
-    p->detect_shadows = 1;
-}
-
-/*
- * Frame bookkeeping, done by the caller once per apply(), as OpenCV does:
- *
- *   1. if (frames_seen == 0 || requested >= 1 || size/channels/depth changed)
- *          reset the model (mode_count = 0) and frames_seen = 0;
- *      (fm_mog2_needs_reset covers the first two conditions; note it tests
- *       the *requested* rate, so apply(lr=1) always restarts the model.
- *       OpenCV does not reset when nmixtures changes - its model layout is
- *       then silently wrong; fastmog should reset on that too.)
- *      A known-foreground mask does not change any of this: the frame still
- *      counts.
- *   2. frames_seen += 1;
- *   3. rate = fm_mog2_learning_rate(requested, frames_seen, history);
- *      (OpenCV asserts rate >= 0; a NaN or negative result is an error.)
- *   4. rates = fm_mog2_make_rates(params, rate); run the pixels.
- */
-static inline int fm_mog2_needs_reset(long frames_seen, double requested)
-{
-    return frames_seen == 0 || requested >= 1.0;
-}
-
-/* Effective learning rate.  frames_seen is the count *after* this frame was
- * added.  A requested rate >= 0 is used from the second frame on; otherwise
- * (negative = automatic, or the first frame after a reset) the rate is
- * 1/min(2*frames_seen, history) in double: 1/2 on the first frame (1 if
- * history == 1), 1/4 on the second, ... down to 1/history. */
-static inline double fm_mog2_learning_rate(double requested, long frames_seen,
-                                           int history)
-{
-    long twice, denom;
-    if (requested >= 0.0 && frames_seen > 1)
-        return requested;
-    twice = 2 * frames_seen;
-    denom = twice < (long)history ? twice : (long)history; /* std::min */
-    return 1.0 / (double)denom;
-}
-
-static inline fm_mog2_rates fm_mog2_make_rates(const fm_mog2_params *p,
-                                               double learning_rate)
-{
-    fm_mog2_rates r;
-    r.alpha_t = (float)learning_rate;
-    r.alpha1 = 1.0f - r.alpha_t;
-    /* OpenCV passes float(-learningRate*fCT): the product is a double. */
-    r.prune = (float)(-learning_rate * (double)p->complexity_reduction_threshold);
-    return r;
-}
 
 /* Swap modes a and b (weight, variance, all channel means) of one pixel. */
 FM_HOST_DEVICE static inline void fm_mog2_swap_modes(float *weight, float *variance,

@@ -1,4 +1,5 @@
-/* Selecting devices and waiting for GPU work without blocking Python. */
+/* Devices: selecting one, asking what there is, and waiting for GPU work
+ * without blocking Python. */
 #include "fastmog.h"
 
 #include <time.h>
@@ -107,12 +108,177 @@ static int wait_until_done(fm_state *st, fm_query_fn query, void *handle,
     }
 }
 
-int fm_wait_stream(fm_state *st, cudaStream_t stream, const char *what)
+int fm_wait_stream(fm_state *st, fm_Stream *stream, const char *what)
 {
-    return wait_until_done(st, query_stream, (void *)stream, what);
+    /* close() from another thread must not destroy the handle meanwhile. */
+    stream->busy++;
+    int rc = wait_until_done(st, query_stream, (void *)stream->handle, what);
+    stream->busy--;
+    return rc;
 }
 
 int fm_wait_event(fm_state *st, cudaEvent_t event, const char *what)
 {
     return wait_until_done(st, query_event, (void *)event, what);
 }
+
+static PyObject *query_result(fm_state *st, cudaError_t err, const char *what)
+{
+    if (err == cudaSuccess)
+        Py_RETURN_TRUE;
+    if (err == cudaErrorNotReady) {
+        (void)cudaGetLastError();
+        Py_RETURN_FALSE;
+    }
+    return fm_cuda_error(st, err, "%s", what);
+}
+
+PyObject *fm_query(fm_state *st, int device, cudaStream_t stream, cudaEvent_t event)
+{
+    fm_device_guard guard;
+    if (fm_device_enter(st, device, &guard) < 0)
+        return NULL;
+    cudaError_t err = event != NULL ? cudaEventQuery(event) : cudaStreamQuery(stream);
+    fm_device_exit(&guard);
+    return query_result(st, err, event != NULL ? "querying an event" : "querying a stream");
+}
+
+PyObject *fm_synchronize(fm_state *st, const char *name, PyObject *timer, fm_Stream *stream,
+                         int device, cudaEvent_t event, uintptr_t recorded_on)
+{
+    fm_device_guard guard;
+    fm_call call;
+    if (fm_call_begin(st, &call, name, NULL, timer, event ? NULL : stream, 0, 0, 0) < 0)
+        return NULL;
+    if (fm_device_enter(st, device, &guard) < 0)
+        return fm_call_end(st, &call, NULL);
+    if (event != NULL)
+        fm_call_wait_for_stream(&call, recorded_on);
+    fm_call_wait_begin(st, &call);
+    int rc = event != NULL ? fm_wait_event(st, event, "waiting for an event")
+                           : fm_wait_stream(st, stream, "synchronizing a stream");
+    fm_call_wait_end(st, &call);
+    fm_device_exit(&guard);
+    if (rc == 0)
+        fm_keepalive_sweep(st);
+    return fm_call_end(st, &call, rc == 0 ? Py_NewRef(Py_None) : NULL);
+}
+
+/* ---- module functions: what devices there are ------------------------------ */
+
+PyDoc_STRVAR(cuda_available_doc,
+"cuda_available($module, /)\n--\n\n"
+"True if the CUDA driver is loaded and at least one GPU is usable.");
+
+static PyObject *cuda_available(PyObject *module, PyObject *Py_UNUSED(ignored))
+{
+    int count = 0;
+    cudaError_t err = cudaGetDeviceCount(&count);
+    (void)cudaGetLastError();
+    return PyBool_FromLong(err == cudaSuccess && count > 0);
+}
+
+PyDoc_STRVAR(device_count_doc,
+"device_count($module, /)\n--\n\n"
+"Number of usable CUDA devices; 0 where there is no GPU or driver.");
+
+static PyObject *device_count(PyObject *module, PyObject *Py_UNUSED(ignored))
+{
+    int count = 0;
+    if (cudaGetDeviceCount(&count) != cudaSuccess) {
+        (void)cudaGetLastError();
+        count = 0;
+    }
+    return PyLong_FromLong(count);
+}
+
+PyDoc_STRVAR(cuda_status_doc,
+"_cuda_status($module, /)\n--\n\n"
+"(error name, error text) of asking the runtime for devices: ('cudaSuccess',\n"
+"...) when a GPU is usable. For diagnose().");
+
+static PyObject *cuda_status(PyObject *module, PyObject *Py_UNUSED(ignored))
+{
+    int count = 0;
+    cudaError_t err = cudaGetDeviceCount(&count);
+    (void)cudaGetLastError();
+    if (err == cudaSuccess && count == 0)
+        err = cudaErrorNoDevice;
+    return Py_BuildValue("(ss)", cudaGetErrorName(err), cudaGetErrorString(err));
+}
+
+PyDoc_STRVAR(versions_doc,
+"_versions($module, /)\n--\n\n"
+"(runtime version, driver version) as CUDA encodes them (1000*major +\n"
+"10*minor); the driver version is 0 where no driver is installed.");
+
+static PyObject *versions(PyObject *module, PyObject *Py_UNUSED(ignored))
+{
+    int runtime = 0, driver = 0;
+    (void)cudaRuntimeGetVersion(&runtime);
+    if (cudaDriverGetVersion(&driver) != cudaSuccess)
+        driver = 0;
+    (void)cudaGetLastError();
+    return Py_BuildValue("(ii)", runtime, driver);
+}
+
+PyDoc_STRVAR(device_properties_doc,
+"device_properties($module, device=None, /)\n--\n\n"
+"A dict describing a CUDA device: name, compute capability, memory,\n"
+"multiprocessors, L2 cache, PCI bus id.");
+
+static PyObject *device_properties(PyObject *module, PyObject *args)
+{
+    fm_state *st = fm_state_of_module(module);
+    PyObject *device_arg = Py_None;
+    int device;
+    if (!PyArg_ParseTuple(args, "|O:device_properties", &device_arg))
+        return NULL;
+    if (fm_resolve_device(st, device_arg, &device) < 0)
+        return NULL;
+    struct cudaDeviceProp p;
+    cudaError_t err = cudaGetDeviceProperties(&p, device);
+    if (err != cudaSuccess)
+        return fm_cuda_error(st, err, "reading the properties of device %d", device);
+    char bus_id[32] = "";
+    (void)cudaDeviceGetPCIBusId(bus_id, (int)sizeof bus_id, device);
+    (void)cudaGetLastError();
+    return Py_BuildValue("{s:i,s:s,s:(ii),s:K,s:i,s:i,s:s}",
+                         "device", device, "name", p.name,
+                         "compute_capability", p.major, p.minor,
+                         "total_memory", (unsigned long long)p.totalGlobalMem,
+                         "multiprocessors", p.multiProcessorCount,
+                         "l2_cache_bytes", p.l2CacheSize, "pci_bus_id", bus_id);
+}
+
+PyDoc_STRVAR(mem_get_info_doc,
+"mem_get_info($module, device=None, /)\n--\n\n"
+"(free, total) bytes of device memory, as cudaMemGetInfo reports them.");
+
+static PyObject *mem_get_info(PyObject *module, PyObject *args)
+{
+    fm_state *st = fm_state_of_module(module);
+    PyObject *device_arg = Py_None;
+    int device;
+    fm_device_guard guard;
+    if (!PyArg_ParseTuple(args, "|O:mem_get_info", &device_arg))
+        return NULL;
+    if (fm_resolve_device(st, device_arg, &device) < 0 || fm_device_enter(st, device, &guard) < 0)
+        return NULL;
+    size_t free_bytes = 0, total = 0;
+    cudaError_t err = cudaMemGetInfo(&free_bytes, &total);
+    fm_device_exit(&guard);
+    if (err != cudaSuccess)
+        return fm_cuda_error(st, err, "reading the free memory of device %d", device);
+    return Py_BuildValue("(KK)", (unsigned long long)free_bytes, (unsigned long long)total);
+}
+
+PyMethodDef fm_device_methods[] = {
+    {"cuda_available", cuda_available, METH_NOARGS, cuda_available_doc},
+    {"device_count", device_count, METH_NOARGS, device_count_doc},
+    {"_cuda_status", cuda_status, METH_NOARGS, cuda_status_doc},
+    {"_versions", versions, METH_NOARGS, versions_doc},
+    {"device_properties", device_properties, METH_VARARGS, device_properties_doc},
+    {"mem_get_info", mem_get_info, METH_VARARGS, mem_get_info_doc},
+    {NULL, NULL, 0, NULL},
+};

@@ -62,7 +62,7 @@ void fm_device_pools_release(fm_state *st)
     }
 }
 
-int fm_device_pools_trim(fm_state *st)
+static int device_pools_trim(fm_state *st)
 {
     for (int d = 0; d < FM_MAX_DEVICES; d++) {
         if (st->device_pools[d] != NULL)
@@ -94,6 +94,7 @@ fm_DeviceBuffer *fm_device_buffer_alloc(fm_state *st, int device, size_t size,
     cudaMemPool_t pool = NULL;
     fm_DeviceBuffer *self = NULL;
 
+    /* Usually a no-op: the callers have entered the device. */
     if (fm_device_enter(st, device, &guard) < 0)
         return NULL;
     if (device_pool(st, device, &pool) < 0)
@@ -164,9 +165,32 @@ static int remember_earlier_use(fm_state *st, fm_DeviceBuffer *buf, fm_Stream *p
     return 0;
 }
 
-int fm_device_buffer_use(fm_state *st, fm_DeviceBuffer *buf, fm_Stream *stream)
+/* Makes `stream` wait for the fences of earlier uses. */
+static int wait_for_earlier_uses(fm_state *st, fm_DeviceBuffer *buf, cudaStream_t stream)
+{
+    for (int i = 0; i < buf->n_earlier; i++)
+        FM_CUDA_CHECK(st, cudaStreamWaitEvent(stream, buf->earlier_fences[i], 0),
+                      "ordering work after a device buffer's earlier uses");
+    return 0;
+}
+
+/* Orders `consumer` after every queued use of the buffer. */
+static int order_after_uses(fm_state *st, fm_DeviceBuffer *buf, cudaStream_t consumer)
+{
+    if (wait_for_earlier_uses(st, buf, consumer) < 0)
+        return -1;
+    fm_Stream *last = buf->last_stream;
+    if (last == NULL || last->closed)
+        return 0;
+    return fm_stream_order(st, buf->device, last->handle, consumer);
+}
+
+int fm_device_buffer_use(fm_state *st, fm_DeviceBuffer *buf, fm_Stream *stream,
+                         enum fm_use how)
 {
     fm_Stream *previous = buf->last_stream;
+    if (how == FM_USE_AFTER_EARLIER && order_after_uses(st, buf, stream->handle) < 0)
+        return -1;
     if (previous == stream)
         return 0;
     /* A closed stream was synchronized by close(): nothing to fence. */
@@ -179,43 +203,12 @@ int fm_device_buffer_use(fm_state *st, fm_DeviceBuffer *buf, fm_Stream *stream)
     return 0;
 }
 
-/* Makes `stream` wait for the fences of earlier uses, then drops them. */
-static int wait_for_earlier_uses(fm_state *st, fm_DeviceBuffer *buf, cudaStream_t stream)
-{
-    int rc = 0;
-    for (int i = 0; i < buf->n_earlier; i++) {
-        cudaError_t err = cudaStreamWaitEvent(stream, buf->earlier_fences[i], 0);
-        if (err != cudaSuccess && rc == 0)
-            rc = fm_cuda_fail(st, err, "ordering work after a device buffer's earlier uses");
-    }
-    return rc;
-}
-
 int fm_device_buffer_order_before(fm_state *st, fm_DeviceBuffer *buf, cudaStream_t consumer)
 {
     fm_device_guard guard;
-    int rc = -1;
-    cudaEvent_t fence = NULL;
-
     if (fm_device_enter(st, buf->device, &guard) < 0)
         return -1;
-    if (wait_for_earlier_uses(st, buf, consumer) < 0)
-        goto done;
-    if (buf->last_stream != NULL && !buf->last_stream->closed
-        && buf->last_stream->handle != consumer) {
-        if (fm_fence_acquire(st, buf->device, &fence) < 0)
-            goto done;
-        cudaError_t err = cudaEventRecord(fence, buf->last_stream->handle);
-        if (err == cudaSuccess)
-            err = cudaStreamWaitEvent(consumer, fence, 0);
-        fm_fence_release(st, buf->device, fence);
-        if (err != cudaSuccess) {
-            fm_cuda_fail(st, err, "ordering a consumer stream after a device buffer's uses");
-            goto done;
-        }
-    }
-    rc = 0;
-done:
+    int rc = order_after_uses(st, buf, consumer);
     fm_device_exit(&guard);
     return rc;
 }
@@ -307,4 +300,70 @@ PyType_Spec fm_device_buffer_spec = {
     .flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_IMMUTABLETYPE
              | Py_TPFLAGS_DISALLOW_INSTANTIATION,
     .slots = DeviceBuffer_slots,
+};
+
+/* ---- module functions: fastmog's memory caches ------------------------------ */
+
+PyDoc_STRVAR(empty_cache_doc,
+"empty_cache($module, /)\n--\n\n"
+"Returns cached pinned blocks and device memory that no object uses to the\n"
+"system. Freeing pinned memory synchronizes the device (CUDA does), so this\n"
+"is for the end of a phase, not for the per-frame path.");
+
+static PyObject *empty_cache(PyObject *module, PyObject *Py_UNUSED(ignored))
+{
+    fm_state *st = fm_state_of_module(module);
+    fm_keepalive_sweep(st);
+    fm_pinned_pool_clear(&st->pinned);
+    if (device_pools_trim(st) < 0)
+        return NULL;
+    Py_RETURN_NONE;
+}
+
+static PyObject *pool_stats(cudaMemPool_t pool)
+{
+    uint64_t reserved = 0, used = 0;
+    (void)cudaMemPoolGetAttribute(pool, cudaMemPoolAttrReservedMemCurrent, &reserved);
+    (void)cudaMemPoolGetAttribute(pool, cudaMemPoolAttrUsedMemCurrent, &used);
+    (void)cudaGetLastError();
+    return Py_BuildValue("{s:K,s:K}", "reserved", (unsigned long long)reserved,
+                         "used", (unsigned long long)used);
+}
+
+PyDoc_STRVAR(memory_stats_doc,
+"memory_stats($module, /)\n--\n\n"
+"A dict of fastmog's memory use: pinned bytes in use and cached, the number\n"
+"of cudaHostAlloc calls so far, objects waiting for GPU work before release,\n"
+"and per device the bytes reserved by and in use from fastmog's pool.");
+
+static PyObject *memory_stats(PyObject *module, PyObject *Py_UNUSED(ignored))
+{
+    fm_state *st = fm_state_of_module(module);
+    PyObject *devices = PyDict_New();
+    if (devices == NULL)
+        return NULL;
+    for (int d = 0; d < FM_MAX_DEVICES; d++) {
+        if (st->device_pools[d] == NULL)
+            continue;
+        PyObject *key = PyLong_FromLong(d), *value = pool_stats(st->device_pools[d]);
+        int rc = key && value ? PyDict_SetItem(devices, key, value) : -1;
+        Py_XDECREF(key);
+        Py_XDECREF(value);
+        if (rc < 0) {
+            Py_DECREF(devices);
+            return NULL;
+        }
+    }
+    return Py_BuildValue("{s:n,s:n,s:n,s:n,s:N}",
+                         "pinned_in_use", (Py_ssize_t)st->pinned.bytes_in_use,
+                         "pinned_cached", (Py_ssize_t)st->pinned.bytes_cached,
+                         "pinned_host_allocs", (Py_ssize_t)st->pinned.n_host_allocs,
+                         "pending_releases", (Py_ssize_t)st->keepalive.n,
+                         "device_pools", devices);
+}
+
+PyMethodDef fm_devmem_methods[] = {
+    {"empty_cache", empty_cache, METH_NOARGS, empty_cache_doc},
+    {"memory_stats", memory_stats, METH_NOARGS, memory_stats_doc},
+    {NULL, NULL, 0, NULL},
 };

@@ -1,4 +1,4 @@
-/* fastmog.Event, and the pool of untimed events that fence lifetimes. */
+/* fastmog.Event: a CUDA event to record, wait for and time. */
 #include "fastmog.h"
 
 fm_Event *fm_event_new(fm_state *st, int device, int timing)
@@ -109,21 +109,11 @@ static PyObject *Event_synchronize(PyObject *op, PyObject *args, PyObject *kwarg
     fm_Event *self = open_event(op);
     if (self == NULL)
         return NULL;
-    fm_state *st = fm_state_of(op);
-    fm_device_guard guard;
-    fm_call call;
-    if (fm_call_begin(st, &call, "Event.synchronize", NULL, timer, NULL, 0, 0, 0) < 0)
-        return NULL;
-    if (fm_device_enter(st, self->device, &guard) < 0)
-        return fm_call_end(st, &call, NULL);
-    fm_call_wait_for_stream(&call, self->recorded_on);
-    fm_call_wait_begin(st, &call);
-    int rc = fm_wait_event(st, self->handle, "waiting for an event");
-    fm_call_wait_end(st, &call);
-    fm_device_exit(&guard);
-    if (rc == 0)
-        fm_keepalive_sweep(st);
-    return fm_call_end(st, &call, rc == 0 ? Py_NewRef(Py_None) : NULL);
+    self->busy++;  /* close() from another thread must not destroy the handle */
+    PyObject *result = fm_synchronize(fm_state_of(op), "Event.synchronize", timer, NULL,
+                                      self->device, self->handle, self->recorded_on);
+    self->busy--;
+    return result;
 }
 
 PyDoc_STRVAR(Event_query_doc,
@@ -133,19 +123,7 @@ PyDoc_STRVAR(Event_query_doc,
 static PyObject *Event_query(PyObject *op, PyObject *Py_UNUSED(ignored))
 {
     fm_Event *self = open_event(op);
-    if (self == NULL)
-        return NULL;
-    fm_state *st = fm_state_of(op);
-    fm_device_guard guard;
-    if (fm_device_enter(st, self->device, &guard) < 0)
-        return NULL;
-    cudaError_t err = cudaEventQuery(self->handle);
-    fm_device_exit(&guard);
-    if (err == cudaSuccess)
-        Py_RETURN_TRUE;
-    if (err == cudaErrorNotReady)
-        Py_RETURN_FALSE;
-    return fm_cuda_error(st, err, "querying an event");
+    return self != NULL ? fm_query(fm_state_of(op), self->device, NULL, self->handle) : NULL;
 }
 
 PyDoc_STRVAR(Event_elapsed_time_doc,
@@ -209,6 +187,10 @@ static void event_close(fm_Event *self)
 
 static PyObject *Event_close(PyObject *op, PyObject *Py_UNUSED(ignored))
 {
+    if (((fm_Event *)op)->busy) {
+        PyErr_SetString(PyExc_ValueError, "the event is being waited for in another thread");
+        return NULL;
+    }
     event_close((fm_Event *)op);
     Py_RETURN_NONE;
 }
@@ -299,45 +281,3 @@ PyType_Spec fm_event_spec = {
     .flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_IMMUTABLETYPE,
     .slots = Event_slots,
 };
-
-/* ---- lifetime fences ---------------------------------------------------- */
-
-int fm_fence_acquire(fm_state *st, int device, cudaEvent_t *event)
-{
-    fm_event_stack *stack = &st->fences[device];
-    if (stack->n > 0) {
-        *event = stack->events[--stack->n];
-        return 0;
-    }
-    FM_CUDA_CHECK(st, cudaEventCreateWithFlags(event, cudaEventDisableTiming),
-                  "creating an event on device %d", device);
-    return 0;
-}
-
-void fm_fence_release(fm_state *st, int device, cudaEvent_t event)
-{
-    fm_event_stack *stack = &st->fences[device];
-    if (stack->n == stack->cap) {
-        size_t cap = stack->cap ? 2 * stack->cap : 16;
-        cudaEvent_t *grown = PyMem_Realloc(stack->events, cap * sizeof(*grown));
-        if (grown == NULL) {
-            (void)cudaEventDestroy(event);  /* cannot cache it: drop it */
-            return;
-        }
-        stack->events = grown;
-        stack->cap = cap;
-    }
-    stack->events[stack->n++] = event;
-}
-
-void fm_fences_clear(fm_state *st)
-{
-    for (int d = 0; d < FM_MAX_DEVICES; d++) {
-        fm_event_stack *stack = &st->fences[d];
-        for (size_t i = 0; i < stack->n; i++)
-            (void)cudaEventDestroy(stack->events[i]);
-        PyMem_Free(stack->events);
-        stack->events = NULL;
-        stack->n = stack->cap = 0;
-    }
-}

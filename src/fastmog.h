@@ -1,15 +1,18 @@
 /* Internal header of the _fastmog extension: module state, object layouts and
- * the helpers each source file offers the others. Nothing here is public API.
+ * what each source file offers the others, section by section. Nothing here
+ * is public API.
  *
  * Ownership conventions: functions returning PyObject* return a new reference
  * unless documented as borrowed; on failure they return NULL with an exception
  * set. Functions returning int return 0 on success and -1 with an exception
- * set on failure. */
+ * set on failure. Functions that queue GPU work expect the device of their
+ * stream to be current: each public entry point enters it once. */
 #ifndef FASTMOG_INTERNAL_H
 #define FASTMOG_INTERNAL_H
 
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <pythread.h>
 #include <stdint.h>
 #include <cuda_runtime_api.h>
 
@@ -53,13 +56,14 @@ typedef struct fm_keepalive {
     size_t n, cap;
 } fm_keepalive;
 
-/* Events without timing, reused to fence lifetimes (never for timing). */
+/* Events without timing, reused (fences, timing events of the timer). */
 typedef struct fm_event_stack {
     cudaEvent_t *events;            /* owned array of owned events */
     size_t n, cap;
 } fm_event_stack;
 
 typedef struct fm_Timer fm_Timer;
+typedef struct fm_Stream fm_Stream;
 
 typedef struct fm_state {
     PyTypeObject *Stream_type;
@@ -67,10 +71,10 @@ typedef struct fm_state {
     PyTypeObject *GpuMat_type;
     PyTypeObject *DeviceBuffer_type;
     PyTypeObject *PinnedBuffer_type;
+    PyTypeObject *MOG2Base_type;
     PyTypeObject *MOG2_type;
-    PyTypeObject *MOG2Host_type;
+    PyTypeObject *MOG2Cpu_type;
     PyObject *CudaError;
-    PyObject *numpy_dtype_uint8;    /* cached numpy.dtype('uint8') */
 
     PyTypeObject *Timer_type;
     PyObject *active_timer;         /* contextvars.ContextVar of fastmog.profile() */
@@ -91,8 +95,8 @@ static inline fm_state *fm_state_of_module(PyObject *module)
     return (fm_state *)PyModule_GetState(module);
 }
 
-/* Our types are final (no Py_TPFLAGS_BASETYPE), so an instance's type is
- * always the heap type that was created with the module. */
+/* Every type of ours is created with the module (subclasses of _MOG2Base
+ * too), so an instance's type finds the module state. */
 static inline fm_state *fm_state_of_type(PyTypeObject *type)
 {
     return (fm_state *)PyType_GetModuleState(type);
@@ -152,22 +156,29 @@ void fm_device_exit(fm_device_guard *guard);
  * it exists. */
 int fm_resolve_device(fm_state *st, PyObject *arg, int *device);
 
-/* Waits for `stream` (cudaStreamQuery polling, GIL released) so the wait
- * stays interruptible: returns -1 with KeyboardInterrupt (or CudaError) set
- * if interrupted or failed. `what` names the operation for errors. */
-int fm_wait_stream(fm_state *st, cudaStream_t stream, const char *what);
+/* Waits for a stream or an event (cudaXxxQuery polling, GIL released) so the
+ * wait stays interruptible: -1 with KeyboardInterrupt (or CudaError) set if
+ * interrupted or failed. `what` names the operation for errors. */
+int fm_wait_stream(fm_state *st, fm_Stream *stream, const char *what);
 int fm_wait_event(fm_state *st, cudaEvent_t event, const char *what);
+
+/* Stream.query and Event.query: True when the work is done, False while it
+ * runs, CudaError else; asks `event`, or `stream` when event is NULL. */
+PyObject *fm_query(fm_state *st, int device, cudaStream_t stream, cudaEvent_t event);
+
+extern PyMethodDef fm_device_methods[];
 
 /* ---- stream.c ---------------------------------------------------------- */
 
-typedef struct fm_Stream {
+struct fm_Stream {
     PyObject_HEAD
     cudaStream_t handle;
     int device;
     int owned;          /* created here: destroyed by close/dealloc */
     int closed;
+    int busy;           /* calls inside a wait on it: close() refuses */
     PyObject *owner;    /* keeps a wrapped foreign stream alive, or NULL */
-} fm_Stream;
+};
 
 extern PyType_Spec fm_stream_spec;
 
@@ -183,6 +194,7 @@ typedef struct fm_Event {
     int device;
     int timing;
     int recorded;
+    int busy;               /* calls inside a wait on it: close() refuses */
     uintptr_t recorded_on;  /* stream of the latest record(), for wait attribution */
 } fm_Event;
 
@@ -193,13 +205,17 @@ fm_Event *fm_event_new(fm_state *st, int device, int timing);
 /* Records `event` on `stream`; both must be open and on one device. */
 int fm_event_record(fm_state *st, fm_Event *event, fm_Stream *stream);
 
+/* ---- keepalive.c: what the GPU may still use ----------------------------- */
+
 /* Lifetime fences: untimed events from a per-device stack; `device` must be
  * the current device. */
 int fm_fence_acquire(fm_state *st, int device, cudaEvent_t *event);
 void fm_fence_release(fm_state *st, int device, cudaEvent_t event);
 void fm_fences_clear(fm_state *st);
 
-/* ---- keepalive.c ------------------------------------------------------- */
+/* Makes `consumer` wait on the GPU for the work queued so far on `producer`
+ * (nothing when they are the same stream). The device must be current. */
+int fm_stream_order(fm_state *st, int device, cudaStream_t producer, cudaStream_t consumer);
 
 /* Keeps `obj` alive until the work queued so far on `stream` is done. */
 int fm_keepalive_add(fm_state *st, fm_Stream *stream, PyObject *obj);
@@ -226,125 +242,12 @@ fm_PinnedBuffer *fm_pinned_buffer_new(fm_state *st, size_t nbytes);
 PyObject *fm_pinned_array(fm_state *st, PyArray_Descr *descr, int ndim,
                           const npy_intp *dims);
 
-/* 1 if `ptr` points into page-locked host memory, 0 otherwise. Never raises. */
-int fm_is_pinned_ptr(const void *ptr);
+/* 1 if the bytes from `first` to `last` lie in page-locked host memory. */
+int fm_is_pinned_range(const void *first, const void *last);
 
 void fm_pinned_pool_clear(fm_pinned_pool *pool);
 
-/* ---- devmem.c ---------------------------------------------------------- */
-
-#define FM_EARLIER_STREAMS_MAX 4
-
-/* One device allocation, or a foreign one kept alive through its owner.
- * Several GpuMats (ROI views) and DLPack capsules may share it. */
-typedef struct fm_DeviceBuffer {
-    PyObject_HEAD
-    void *ptr;
-    size_t size;
-    int device;
-    PyObject *owner;            /* foreign memory: its owner; NULL if ours */
-    fm_Stream *last_stream;     /* stream of the latest queued use, or NULL */
-    /* Fences after the uses on earlier streams, each recorded when use moved
-     * to another stream; identity only, never dereferenced. */
-    int n_earlier;
-    const fm_Stream *earlier_streams[FM_EARLIER_STREAMS_MAX];
-    cudaEvent_t earlier_fences[FM_EARLIER_STREAMS_MAX];
-} fm_DeviceBuffer;
-
-extern PyType_Spec fm_device_buffer_spec;
-
-/* Allocates `size` bytes on `device` from fastmog's stream-ordered pool.
- * `what` describes the allocation for the error message. */
-fm_DeviceBuffer *fm_device_buffer_alloc(fm_state *st, int device, size_t size,
-                                        const char *what);
-
-/* Wraps foreign device memory; keeps `owner` alive (new reference taken). */
-fm_DeviceBuffer *fm_device_buffer_wrap(fm_state *st, int device, void *ptr,
-                                       size_t size, PyObject *owner);
-
-/* Records that work touching the buffer is being queued on `stream`, so its
- * release is ordered after it. The buffer's device must be current. */
-int fm_device_buffer_use(fm_state *st, fm_DeviceBuffer *buf, fm_Stream *stream);
-
-/* Makes `consumer` wait (on the GPU) for every queued use of the buffer. */
-int fm_device_buffer_order_before(fm_state *st, fm_DeviceBuffer *buf,
-                                  cudaStream_t consumer);
-
-void fm_device_pools_release(fm_state *st);
-int fm_device_pools_trim(fm_state *st);
-
-/* ---- gpumat.c ---------------------------------------------------------- */
-
-typedef struct fm_GpuMat {
-    PyObject_HEAD
-    fm_DeviceBuffer *buffer;    /* strong reference; NULL once closed */
-    char *data;                 /* first pixel of this view */
-    size_t pitch;               /* bytes between rows */
-    int height, width, channels;
-    int ndim;                   /* 2 (H, W) or 3 (H, W, C) */
-    int type_num;               /* numpy type number of the values */
-    int elem_size;
-    int device;
-    int readonly;               /* a foreign read-only view */
-    int cai_exported;           /* __cuda_array_interface__ handed out */
-    int closed;
-} fm_GpuMat;
-
-extern PyType_Spec fm_gpumat_spec;
-
-/* Creates an uninitialised GpuMat (a new reference). */
-fm_GpuMat *fm_gpumat_new(fm_state *st, int device, int height, int width,
-                         int channels, int ndim, int type_num);
-
-/* Uploads a numpy array of m's shape and dtype into `m` on `stream`. */
-int fm_gpumat_upload_array(fm_state *st, fm_GpuMat *m, PyObject *array,
-                           const char *argname, fm_Stream *stream, PyObject *timer);
-
-/* numpy has two numbers for some types (int32 is NPY_INT and maybe NPY_LONG):
- * the one GpuMat uses, or -1 if unsupported. */
-int fm_canonical_type_num(PyArray_Descr *descr);
-const char *fm_type_name(int type_num);
-
-/* Checks that `obj` is an open GpuMat; returns it borrowed, or NULL. */
-fm_GpuMat *fm_gpumat_check_open(fm_state *st, PyObject *obj, const char *argname);
-
-/* A view sharing `buffer` (a new reference); `data` must lie inside it. */
-fm_GpuMat *fm_gpumat_view(fm_state *st, fm_DeviceBuffer *buffer, char *data,
-                          size_t pitch, int height, int width, int channels,
-                          int ndim, int type_num, int readonly);
-
-static inline fm_image fm_gpumat_image(const fm_GpuMat *m)
-{
-    fm_image img;
-    img.data = m->data;
-    img.pitch = m->pitch;
-    img.width = m->width;
-    img.height = m->height;
-    img.channels = m->channels;
-    img.elem_size = m->elem_size;
-    return img;
-}
-
-static inline size_t fm_gpumat_row_bytes(const fm_GpuMat *m)
-{
-    return (size_t)m->width * (size_t)m->channels * (size_t)m->elem_size;
-}
-
-/* ---- interop.c --------------------------------------------------------- */
-
-PyObject *fm_gpumat_cuda_array_interface(fm_GpuMat *self, void *closure);
-PyObject *fm_gpumat_dlpack(fm_GpuMat *self, PyObject *args, PyObject *kwargs);
-PyObject *fm_gpumat_dlpack_device(fm_GpuMat *self, PyObject *noargs);
-PyObject *fm_asgpumat(PyObject *module, PyObject *args, PyObject *kwargs);
-
-/* A GpuMat for a GpuMat (itself) or a CUDA-array/DLPack object (a view),
- * usable on `stream`. New reference. */
-fm_GpuMat *fm_as_gpumat(fm_state *st, PyObject *obj, fm_Stream *stream);
-
-/* ---- module-level helpers (module.c) ------------------------------------ */
-
-/* Size of one pixel value for a supported numpy type number, or 0. */
-int fm_supported_elem_size(int type_num);
+extern PyMethodDef fm_pinned_methods[];
 
 /* ---- nvtx.c -------------------------------------------------------------- */
 
@@ -419,10 +322,230 @@ void fm_call_wait_end(fm_state *st, fm_call *call);
 PyObject *fm_call_end(fm_state *st, fm_call *call, PyObject *result);
 int fm_call_end_int(fm_state *st, fm_call *call, int rc);
 
-/* ---- mog2.c, mog2_host.c ------------------------------------------------- */
+/* Stream.synchronize and Event.synchronize as one timed call (device.c):
+ * waits for `event`, or for `stream` when `event` is NULL, interruptibly. */
+PyObject *fm_synchronize(fm_state *st, const char *name, PyObject *timer, fm_Stream *stream,
+                         int device, cudaEvent_t event, uintptr_t recorded_on);
 
+/* ---- hostarray.c: dtypes, image shapes, host images ----------------------- */
+
+/* A value type fastmog stores, with its name in each protocol. */
+typedef struct fm_dtype {
+    int type_num;           /* numpy's canonical number */
+    const char *name;       /* "uint8" */
+    int itemsize;
+    char kind;              /* 'u', 'i' or 'f', as in a typestr */
+    uint8_t dl_code;        /* DLPack's type code */
+} fm_dtype;
+
+/* The entry for a canonical type number, or NULL if unsupported. */
+const fm_dtype *fm_dtype_of(int type_num);
+const char *fm_dtype_name(int type_num);
+/* Bytes per value, or 0 if unsupported. */
+int fm_dtype_size(int type_num);
+/* Canonical type numbers (numpy has two for some types), -1 if unsupported. */
+int fm_dtype_from_descr(PyArray_Descr *descr);
+int fm_dtype_from_dlpack(uint8_t code, uint8_t bits, uint16_t lanes);
+
+/* Bit masks over type numbers and channel counts, for fm_image_rule. */
+#define FM_DTYPE_BIT(type_num) (1u << (type_num))
+#define FM_CHANNELS_BIT(c) (1u << (c))
+#define FM_IMAGE_CHANNELS (FM_CHANNELS_BIT(1) | FM_CHANNELS_BIT(3) | FM_CHANNELS_BIT(4))
+
+/* The shape of an image, on the host or the device. */
+typedef struct fm_image_shape {
+    int height, width, channels;
+    int ndim;               /* 2 (H, W) or 3 (H, W, C) */
+    int type_num;
+    int readonly;
+} fm_image_shape;
+
+/* Builds a shape from numpy-style dimensions, refusing what no image can be
+ * (not 2-D or 3-D, empty, more channels than 4, sizes the kernels cannot
+ * index, an unsupported dtype). */
+int fm_image_shape_make(int ndim, const int64_t *dims, int type_num, const char *argname,
+                        fm_image_shape *out);
+
+/* What an operation accepts: zero fields accept anything. */
+typedef struct fm_image_rule {
+    unsigned dtypes;        /* FM_DTYPE_BIT of each accepted type */
+    unsigned channels;      /* FM_CHANNELS_BIT of each accepted count */
+    int height, width;      /* must match when > 0 */
+    const char *like;       /* what height and width come from, for messages */
+    int writable;
+    int max_height;         /* > 0: taller images are refused */
+} fm_image_rule;
+
+/* Checks `shape` against `rule`: TypeError for a dtype, ValueError else. */
+int fm_image_rule_check(const fm_image_rule *rule, const fm_image_shape *shape,
+                        const char *argname);
+
+/* A numpy array seen as an image: rows `pitch` bytes apart, contiguous
+ * pixels within a row, values aligned to their size. */
+typedef struct fm_host_image {
+    fm_image_shape shape;
+    char *data;
+    size_t pitch;
+    PyObject *array;        /* borrowed */
+} fm_host_image;
+
+int fm_host_image_check(PyObject *obj, const char *argname, const fm_image_rule *rule,
+                        fm_host_image *out);
+/* 1 if the image's whole extent is page-locked. Never raises. */
+int fm_host_image_pinned(const fm_host_image *img);
+/* Copies a host image's rows into a packed buffer (GIL released if large). */
+void fm_host_image_pack(const fm_host_image *img, void *dst);
+/* A fresh C-contiguous pinned numpy array of `shape` (ndim as given). */
+PyObject *fm_host_image_new_pinned(fm_state *st, const fm_image_shape *shape);
+
+static inline size_t fm_image_row_bytes(const fm_image_shape *s)
+{
+    return (size_t)s->width * (size_t)s->channels * (size_t)fm_dtype_size(s->type_num);
+}
+
+/* ---- devmem.c ---------------------------------------------------------- */
+
+#define FM_EARLIER_STREAMS_MAX 4
+
+/* One device allocation, or a foreign one kept alive through its owner.
+ * Several GpuMats (ROI views) and DLPack capsules may share it. */
+typedef struct fm_DeviceBuffer {
+    PyObject_HEAD
+    void *ptr;
+    size_t size;
+    int device;
+    PyObject *owner;            /* foreign memory: its owner; NULL if ours */
+    fm_Stream *last_stream;     /* stream of the latest queued use, or NULL */
+    /* Fences after the uses on earlier streams, each recorded when use moved
+     * to another stream; identity only, never dereferenced. */
+    int n_earlier;
+    const fm_Stream *earlier_streams[FM_EARLIER_STREAMS_MAX];
+    cudaEvent_t earlier_fences[FM_EARLIER_STREAMS_MAX];
+} fm_DeviceBuffer;
+
+extern PyType_Spec fm_device_buffer_spec;
+
+/* Allocates `size` bytes on `device` (current) from fastmog's stream-ordered
+ * pool. `what` describes the allocation for the error message. */
+fm_DeviceBuffer *fm_device_buffer_alloc(fm_state *st, int device, size_t size,
+                                        const char *what);
+
+/* Wraps foreign device memory; keeps `owner` alive (new reference taken). */
+fm_DeviceBuffer *fm_device_buffer_wrap(fm_state *st, int device, void *ptr,
+                                       size_t size, PyObject *owner);
+
+/* How a use on a stream is ordered against the buffer's earlier uses. */
+enum fm_use {
+    FM_USE_RELEASE_AFTER = 0,   /* only the release waits for it */
+    FM_USE_AFTER_EARLIER = 1,   /* and it waits, on the GPU, for earlier uses */
+};
+
+/* "This buffer is used by work about to be queued on `stream`": its release
+ * is ordered after that work, and with FM_USE_AFTER_EARLIER the work is
+ * ordered after every earlier use on other streams. The one place that owns
+ * the ordering rule. The buffer's device must be current. */
+int fm_device_buffer_use(fm_state *st, fm_DeviceBuffer *buf, fm_Stream *stream,
+                         enum fm_use how);
+
+/* Makes a foreign stream wait (on the GPU) for every queued use. */
+int fm_device_buffer_order_before(fm_state *st, fm_DeviceBuffer *buf, cudaStream_t consumer);
+
+void fm_device_pools_release(fm_state *st);
+
+extern PyMethodDef fm_devmem_methods[];
+
+/* ---- gpumat.c ---------------------------------------------------------- */
+
+typedef struct fm_GpuMat {
+    PyObject_HEAD
+    fm_DeviceBuffer *buffer;    /* strong reference; NULL once closed */
+    char *data;                 /* first pixel of this view */
+    size_t pitch;               /* bytes between rows */
+    fm_image_shape shape;
+    int device;
+    int cai_exported;           /* __cuda_array_interface__ handed out */
+    int closed;
+} fm_GpuMat;
+
+extern PyType_Spec fm_gpumat_spec;
+
+/* An uninitialised GpuMat of `shape` on `device` (current). */
+fm_GpuMat *fm_gpumat_new(fm_state *st, int device, const fm_image_shape *shape);
+
+/* A view sharing `buffer`; `data` must lie inside it. */
+fm_GpuMat *fm_gpumat_view(fm_state *st, fm_DeviceBuffer *buffer, char *data, size_t pitch,
+                          const fm_image_shape *shape);
+
+/* Checks that `obj` is an open GpuMat; returns it borrowed, or NULL. */
+fm_GpuMat *fm_gpumat_check_open(fm_state *st, PyObject *obj, const char *argname);
+/* ValueError unless `m` is on `device`. */
+int fm_check_same_device(const fm_GpuMat *m, int device, const char *argname);
+
+static inline fm_image fm_gpumat_image(const fm_GpuMat *m)
+{
+    fm_image img;
+    img.data = m->data;
+    img.pitch = m->pitch;
+    img.width = m->shape.width;
+    img.height = m->shape.height;
+    img.channels = m->shape.channels;
+    img.elem_size = fm_dtype_size(m->shape.type_num);
+    return img;
+}
+
+/* ---- interop.c: other libraries' device memory, both ways ----------------- */
+
+PyObject *fm_gpumat_cuda_array_interface(PyObject *self, void *closure);
+PyObject *fm_gpumat_dlpack(PyObject *self, PyObject *args, PyObject *kwargs);
+PyObject *fm_gpumat_dlpack_device(PyObject *self, PyObject *noargs);
+
+/* 1 if `obj` offers device memory (CUDA Array Interface, DLPack, cuda()). */
+int fm_is_device_array(PyObject *obj);
+
+/* A view of a producer's device memory, `stream` ordered after the
+ * producer's work; keeps the producer alive. New reference. */
+fm_GpuMat *fm_view_device_array(fm_state *st, PyObject *obj, const char *argname,
+                                fm_Stream *stream);
+
+/* ---- transfer.c: the front door and the copies ---------------------------- */
+
+/* Turns what the user passed (a GpuMat, a numpy array, any producer's device
+ * memory) into a device image on `stream`'s device, checked against `rule`
+ * before anything is queued. A numpy array is uploaded (a nested timed call)
+ * into `*staging` (owned by the caller; NULL: a new image each time), re-made
+ * only when the shape changes. The device
+ * must be current. New reference. */
+fm_GpuMat *fm_as_device_image(fm_state *st, PyObject *obj, const char *argname,
+                              const fm_image_rule *rule, fm_Stream *stream,
+                              fm_GpuMat **staging, PyObject *timer);
+
+/* The height, width and channels of a numpy array or GpuMat argument, for
+ * naming a call before its input is checked; zeros when unknown. */
+void fm_peek_shape(fm_state *st, PyObject *obj, int *height, int *width, int *channels);
+
+/* Queues host-to-device into `dst` (same shape); keeps the source (or a
+ * pinned staging copy) alive until the copy is done. */
+int fm_upload(fm_state *st, fm_GpuMat *dst, const fm_host_image *src, fm_Stream *stream,
+              enum fm_use how, fm_call *call);
+
+/* Queues device-to-host into `dst` (or a new pinned array when dst is NULL);
+ * with `blocking`, waits for it. Returns the host array. */
+PyObject *fm_download(fm_state *st, fm_GpuMat *src, const fm_host_image *dst, int blocking,
+                      fm_Stream *stream, fm_call *call);
+
+extern PyMethodDef fm_transfer_methods[];
+
+/* ---- mog2_base.c, mog2.c, mog2_cpu_type.c ---------------------------------- */
+
+extern PyType_Spec fm_mog2_base_spec;
 extern PyType_Spec fm_mog2_spec;
-extern PyType_Spec fm_mog2_host_spec;
-int fm_mog2_add_settings(PyTypeObject *type);
+extern PyType_Spec fm_mog2_cpu_spec;
+extern PyMethodDef fm_mog2_base_methods_module[];
+
+/* Creates a subtractor type deriving from `base`, its docstring opening with
+ * the signature built from the parameter table (`extra`: parameters after
+ * them, or NULL). */
+PyTypeObject *fm_mog2_make_type(PyObject *module, PyType_Spec *spec, PyTypeObject *base,
+                                const char *extra);
 
 #endif

@@ -1,4 +1,5 @@
-/* fastmog.GpuMat: a pitched device image, its transfers, copies and views. */
+/* fastmog.GpuMat: a pitched device image and its views; its copies to and
+ * from the host go through the front door (transfer.c). */
 #include "fastmog.h"
 
 #include <math.h>
@@ -7,77 +8,11 @@
 /* Rows start on 256-byte boundaries, as cudaMallocPitch would give. */
 #define FM_PITCH_ALIGN ((size_t)256)
 
-int fm_supported_elem_size(int type_num)
-{
-    switch (type_num) {
-    case NPY_UINT8: case NPY_INT8:
-        return 1;
-    case NPY_UINT16: case NPY_INT16:
-        return 2;
-    case NPY_UINT32: case NPY_INT32: case NPY_FLOAT32:
-        return 4;
-    case NPY_FLOAT64:
-        return 8;
-    default:
-        return 0;
-    }
-}
-
-int fm_canonical_type_num(PyArray_Descr *descr)
-{
-    int type_num = descr->type_num;
-    if (PyDataType_ISINTEGER(descr) && !PyDataType_ISBOOL(descr)) {
-        int is_signed = PyDataType_ISSIGNED(descr);
-        switch (PyDataType_ELSIZE(descr)) {
-        case 1: return is_signed ? NPY_INT8 : NPY_UINT8;
-        case 2: return is_signed ? NPY_INT16 : NPY_UINT16;
-        case 4: return is_signed ? NPY_INT32 : NPY_UINT32;
-        default: return -1;
-        }
-    }
-    return fm_supported_elem_size(type_num) ? type_num : -1;
-}
-
-const char *fm_type_name(int type_num)
-{
-    switch (type_num) {
-    case NPY_UINT8: return "uint8";
-    case NPY_INT8: return "int8";
-    case NPY_UINT16: return "uint16";
-    case NPY_INT16: return "int16";
-    case NPY_UINT32: return "uint32";
-    case NPY_INT32: return "int32";
-    case NPY_FLOAT32: return "float32";
-    case NPY_FLOAT64: return "float64";
-    default: return "?";
-    }
-}
-
-static int type_num_from_dtype_arg(PyObject *arg, int *type_num)
-{
-    PyArray_Descr *descr = NULL;
-    if (arg == NULL || arg == Py_None) {
-        *type_num = NPY_UINT8;
-        return 0;
-    }
-    if (!PyArray_DescrConverter(arg, &descr))
-        return -1;
-    int num = PyDataType_ISNOTSWAPPED(descr) ? fm_canonical_type_num(descr) : -1;
-    Py_DECREF(descr);
-    if (num < 0) {
-        PyErr_Format(PyExc_TypeError,
-                     "dtype %R is not supported: use uint8, int8, uint16, int16, "
-                     "uint32, int32, float32 or float64", arg);
-        return -1;
-    }
-    *type_num = num;
-    return 0;
-}
-
 fm_GpuMat *fm_gpumat_check_open(fm_state *st, PyObject *obj, const char *argname)
 {
     if (!Py_IS_TYPE(obj, st->GpuMat_type)) {
-        PyErr_Format(PyExc_TypeError, "%s must be a fastmog.GpuMat, not %.200s", argname, Py_TYPE(obj)->tp_name);
+        PyErr_Format(PyExc_TypeError, "%s must be a fastmog.GpuMat, not %.200s", argname,
+                     Py_TYPE(obj)->tp_name);
         return NULL;
     }
     fm_GpuMat *m = (fm_GpuMat *)obj;
@@ -88,18 +23,27 @@ fm_GpuMat *fm_gpumat_check_open(fm_state *st, PyObject *obj, const char *argname
     return m;
 }
 
+int fm_check_same_device(const fm_GpuMat *m, int device, const char *argname)
+{
+    if (m->device != device) {
+        PyErr_Format(PyExc_ValueError, "%s is on device %d but the work is on device %d",
+                     argname, m->device, device);
+        return -1;
+    }
+    return 0;
+}
+
 static int check_writable(fm_GpuMat *m, const char *argname)
 {
-    if (m->readonly) {
+    if (m->shape.readonly) {
         PyErr_Format(PyExc_ValueError, "%s is a read-only view of foreign memory", argname);
         return -1;
     }
     return 0;
 }
 
-fm_GpuMat *fm_gpumat_view(fm_state *st, fm_DeviceBuffer *buffer, char *data,
-                          size_t pitch, int height, int width, int channels,
-                          int ndim, int type_num, int readonly)
+fm_GpuMat *fm_gpumat_view(fm_state *st, fm_DeviceBuffer *buffer, char *data, size_t pitch,
+                          const fm_image_shape *shape)
 {
     fm_GpuMat *m = (fm_GpuMat *)st->GpuMat_type->tp_alloc(st->GpuMat_type, 0);
     if (m == NULL)
@@ -107,241 +51,97 @@ fm_GpuMat *fm_gpumat_view(fm_state *st, fm_DeviceBuffer *buffer, char *data,
     m->buffer = (fm_DeviceBuffer *)Py_NewRef(buffer);
     m->data = data;
     m->pitch = pitch;
-    m->height = height;
-    m->width = width;
-    m->channels = channels;
-    m->ndim = ndim;
-    m->type_num = type_num;
-    m->elem_size = fm_supported_elem_size(type_num);
+    m->shape = *shape;
     m->device = buffer->device;
-    m->readonly = readonly;
     m->cai_exported = 0;
     m->closed = 0;
     return m;
 }
 
-/* Checks sizes against what the kernels index with int. */
-static int check_geometry(int64_t height, int64_t width, int64_t channels, int elem_size)
+fm_GpuMat *fm_gpumat_new(fm_state *st, int device, const fm_image_shape *shape)
 {
-    if (height < 1 || width < 1) {
-        PyErr_Format(PyExc_ValueError,
-                     "image size must be positive, got height=%lld width=%lld",
-                     (long long)height, (long long)width);
-        return -1;
-    }
-    if (channels != 1 && channels != 3 && channels != 4) {
-        PyErr_Format(PyExc_ValueError, "channels must be 1, 3 or 4, got %lld",
-                     (long long)channels);
-        return -1;
-    }
-    if (height > INT32_MAX || width * channels * elem_size > INT32_MAX) {
-        PyErr_Format(PyExc_ValueError, "image of %lldx%lldx%lld is too large",
-                     (long long)height, (long long)width, (long long)channels);
-        return -1;
-    }
-    return 0;
-}
-
-fm_GpuMat *fm_gpumat_new(fm_state *st, int device, int height, int width,
-                         int channels, int ndim, int type_num)
-{
-    int elem_size = fm_supported_elem_size(type_num);
-    if (check_geometry(height, width, channels, elem_size) < 0)
-        return NULL;
-    size_t row_bytes = (size_t)width * (size_t)channels * (size_t)elem_size;
+    size_t row_bytes = fm_image_row_bytes(shape);
     size_t pitch = (row_bytes + FM_PITCH_ALIGN - 1) / FM_PITCH_ALIGN * FM_PITCH_ALIGN;
     char what[96];
-    snprintf(what, sizeof what, "a %dx%dx%d %s GpuMat", height, width, channels,
-             fm_type_name(type_num));
-    fm_DeviceBuffer *buffer = fm_device_buffer_alloc(st, device, pitch * (size_t)height, what);
+    snprintf(what, sizeof what, "a %dx%dx%d %s GpuMat", shape->height, shape->width,
+             shape->channels, fm_dtype_name(shape->type_num));
+    fm_DeviceBuffer *buffer = fm_device_buffer_alloc(st, device, pitch * (size_t)shape->height,
+                                                     what);
     if (buffer == NULL)
         return NULL;
-    fm_GpuMat *m = fm_gpumat_view(st, buffer, buffer->ptr, pitch, height, width,
-                                  channels, ndim, type_num, 0);
+    fm_image_shape writable = *shape;
+    writable.readonly = 0;
+    fm_GpuMat *m = fm_gpumat_view(st, buffer, buffer->ptr, pitch, &writable);
     Py_DECREF(buffer);
     return m;
 }
 
-/* Parses (height, width) or (height, width, channels). */
-static int parse_shape(PyObject *shape, int64_t dims[3], int *ndim)
+/* Parses (height, width) or (height, width, channels) and a dtype. */
+static int parse_shape(PyObject *shape, PyObject *dtype, fm_image_shape *out)
 {
+    int64_t dims[3] = {0, 0, 1};
+    int type_num = NPY_UINT8;
+    if (dtype != NULL && dtype != Py_None) {
+        PyArray_Descr *descr = NULL;
+        if (!PyArray_DescrConverter(dtype, &descr))
+            return -1;
+        type_num = fm_dtype_from_descr(descr);
+        Py_DECREF(descr);
+        if (type_num < 0) {
+            PyErr_Format(PyExc_TypeError,
+                         "dtype %R is not supported: use uint8, int8, uint16, int16, "
+                         "uint32, int32, float32 or float64", dtype);
+            return -1;
+        }
+    }
     PyObject *seq = PySequence_Fast(shape, "shape must be a tuple of 2 or 3 ints");
     if (seq == NULL)
         return -1;
     Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
-    if (n != 2 && n != 3) {
-        Py_DECREF(seq);
-        PyErr_Format(PyExc_ValueError,
-                     "shape must be (height, width) or (height, width, channels), got %R",
-                     shape);
-        return -1;
-    }
-    dims[2] = 1;
-    for (Py_ssize_t i = 0; i < n; i++) {
+    for (Py_ssize_t i = 0; i < n && i < 3; i++) {
         PyObject *item = PySequence_Fast_GET_ITEM(seq, i);
-        long long v = PyLong_Check(item) ? PyLong_AsLongLong(item) : -1;
+        int overflow = 0;
+        long long v = PyLong_Check(item) ? PyLong_AsLongLongAndOverflow(item, &overflow) : -1;
         if (!PyLong_Check(item) || (v == -1 && PyErr_Occurred())) {
             Py_DECREF(seq);
             PyErr_Clear();
             PyErr_Format(PyExc_TypeError, "shape must contain ints, got %R", shape);
             return -1;
         }
-        dims[i] = v;
+        dims[i] = overflow ? (overflow > 0 ? INT64_MAX : INT64_MIN) : v;
     }
     Py_DECREF(seq);
-    *ndim = (int)n;
-    return 0;
+    return fm_image_shape_make((int)n, dims, type_num, "shape", out);
 }
 
 static PyObject *GpuMat_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
 {
     static char *kwlist[] = {"shape", "dtype", "device", NULL};
     fm_state *st = fm_state_of_type(type);
-    PyObject *shape, *dtype = Py_None, *device_arg = Py_None;
-    int64_t dims[3];
-    int ndim, type_num, device;
+    PyObject *shape_arg, *dtype = Py_None, *device_arg = Py_None;
+    fm_image_shape shape;
+    fm_device_guard guard;
+    int device;
 
     if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|O$O:GpuMat", kwlist,
-                                     &shape, &dtype, &device_arg))
+                                     &shape_arg, &dtype, &device_arg))
         return NULL;
-    if (parse_shape(shape, dims, &ndim) < 0 || type_num_from_dtype_arg(dtype, &type_num) < 0)
+    if (parse_shape(shape_arg, dtype, &shape) < 0 || fm_resolve_device(st, device_arg, &device) < 0
+        || fm_device_enter(st, device, &guard) < 0)
         return NULL;
-    if (check_geometry(dims[0], dims[1], dims[2], fm_supported_elem_size(type_num)) < 0)
-        return NULL;
-    if (fm_resolve_device(st, device_arg, &device) < 0)
-        return NULL;
-    return (PyObject *)fm_gpumat_new(st, device, (int)dims[0], (int)dims[1], (int)dims[2],
-                                     ndim, type_num);
+    fm_GpuMat *m = fm_gpumat_new(st, device, &shape);
+    fm_device_exit(&guard);
+    return (PyObject *)m;
 }
 
-/* ---- host arrays ------------------------------------------------------- */
+/* ---- copies to and from the host ------------------------------------------- */
 
-/* Checks that `obj` is a numpy array matching `m` (shape, dtype) whose pixels
- * are contiguous within a row; gives its row pitch. Borrowed result. */
-static PyArrayObject *check_host_array(fm_GpuMat *m, PyObject *obj, const char *argname,
-                                       int writable, size_t *host_pitch)
+/* The rule a host array must meet to be copied into or out of `m`. */
+static fm_image_rule same_as(const fm_GpuMat *m, int writable)
 {
-    if (!PyArray_Check(obj)) {
-        PyErr_Format(PyExc_TypeError, "%s must be a numpy array, not %.200s", argname, Py_TYPE(obj)->tp_name);
-        return NULL;
-    }
-    PyArrayObject *a = (PyArrayObject *)obj;
-    int nd = PyArray_NDIM(a);
-    npy_intp *shape = PyArray_DIMS(a), *strides = PyArray_STRIDES(a);
-    int shape_ok = (nd == 2 || nd == 3) && shape[0] == m->height && shape[1] == m->width
-                   && (nd == 2 ? m->channels == 1 : shape[2] == m->channels);
-    if (!shape_ok) {
-        PyObject *want = m->ndim == 3 ? Py_BuildValue("(iii)", m->height, m->width, m->channels)
-                                      : Py_BuildValue("(ii)", m->height, m->width);
-        PyObject *got = PyObject_GetAttrString(obj, "shape");
-        if (want && got)
-            PyErr_Format(PyExc_ValueError, "%s has shape %R but the GpuMat is %R",
-                         argname, got, want);
-        Py_XDECREF(want);
-        Py_XDECREF(got);
-        return NULL;
-    }
-    PyArray_Descr *descr = PyArray_DESCR(a);
-    if (!PyDataType_ISNOTSWAPPED(descr) || fm_canonical_type_num(descr) != m->type_num) {
-        PyErr_Format(PyExc_TypeError, "%s has dtype %R but the GpuMat is %s",
-                     argname, (PyObject *)descr, fm_type_name(m->type_num));
-        return NULL;
-    }
-    npy_intp elem = m->elem_size;
-    int pixels_contiguous = strides[1] == elem * m->channels
-                            && (nd == 2 || strides[2] == elem || m->channels == 1);
-    if (m->width == 1 && (nd == 2 || strides[2] == elem || m->channels == 1))
-        pixels_contiguous = 1;  /* one column: its stride never matters */
-    size_t row_bytes = fm_gpumat_row_bytes(m);
-    npy_intp row_stride = m->height == 1 ? (npy_intp)row_bytes : strides[0];
-    if (!pixels_contiguous || row_stride < (npy_intp)row_bytes) {
-        PyObject *got = PyObject_GetAttrString(obj, "strides");
-        if (got)
-            PyErr_Format(PyExc_ValueError,
-                         "%s must have contiguous pixels within each row and rows in "
-                         "order (strides %R); use numpy.ascontiguousarray()", argname, got);
-        Py_XDECREF(got);
-        return NULL;
-    }
-    if (writable && !PyArray_ISWRITEABLE(a)) {
-        PyErr_Format(PyExc_ValueError, "%s is read-only", argname);
-        return NULL;
-    }
-    *host_pitch = (size_t)row_stride;
-    return a;
-}
-
-static int array_is_pinned(PyArrayObject *a, size_t host_pitch, const fm_GpuMat *m)
-{
-    const char *first = PyArray_BYTES(a);
-    const char *last = first + host_pitch * (size_t)(m->height - 1) + fm_gpumat_row_bytes(m) - 1;
-    return fm_is_pinned_ptr(first) && fm_is_pinned_ptr(last);
-}
-
-/* Copies a pitched host image into a packed pinned staging buffer. */
-static void pack_rows(char *dst, const char *src, size_t src_pitch, size_t row_bytes, int height)
-{
-    if (src_pitch == row_bytes) {
-        memcpy(dst, src, row_bytes * (size_t)height);
-        return;
-    }
-    for (int y = 0; y < height; y++)
-        memcpy(dst + (size_t)y * row_bytes, src + (size_t)y * src_pitch, row_bytes);
-}
-
-/* Queues host-to-device; keeps the source (or a staging copy) alive until
- * the copy is done. The device must be current. */
-static int upload_impl(fm_state *st, fm_GpuMat *m, PyArrayObject *a, size_t host_pitch,
-                       fm_Stream *stream, fm_call *call)
-{
-    size_t row_bytes = fm_gpumat_row_bytes(m);
-    cudaError_t err;
-
-    if (fm_device_buffer_use(st, m->buffer, stream) < 0)
-        return -1;
-    if (array_is_pinned(a, host_pitch, m)) {
-        if (fm_call_gpu_begin(st, call) < 0)
-            return -1;
-        err = cudaMemcpy2DAsync(m->data, m->pitch, PyArray_BYTES(a), host_pitch, row_bytes,
-                                (size_t)m->height, cudaMemcpyHostToDevice, stream->handle);
-        if (err == cudaSuccess && fm_call_gpu_end(st, call) < 0)
-            return -1;
-        if (err != cudaSuccess)
-            return fm_cuda_fail(st, err, "uploading a %dx%dx%d image", m->height, m->width,
-                                m->channels);
-        return fm_keepalive_add(st, stream, (PyObject *)a);
-    }
-    /* A pageable source would make the runtime synchronize the stream first;
-     * a pinned copy keeps the upload asynchronous. */
-    size_t nbytes = row_bytes * (size_t)m->height;
-    fm_PinnedBuffer *staging = fm_pinned_buffer_new(st, nbytes);
-    if (staging == NULL)
-        return -1;
-    const char *src = PyArray_BYTES(a);
-    if (nbytes >= ((size_t)1 << 20)) {
-        Py_BEGIN_ALLOW_THREADS
-        pack_rows(staging->ptr, src, host_pitch, row_bytes, m->height);
-        Py_END_ALLOW_THREADS
-    }
-    else {
-        pack_rows(staging->ptr, src, host_pitch, row_bytes, m->height);
-    }
-    if (fm_call_gpu_begin(st, call) < 0) {
-        Py_DECREF(staging);
-        return -1;
-    }
-    err = cudaMemcpy2DAsync(m->data, m->pitch, staging->ptr, row_bytes, row_bytes,
-                            (size_t)m->height, cudaMemcpyHostToDevice, stream->handle);
-    if (err == cudaSuccess && fm_call_gpu_end(st, call) < 0) {
-        Py_DECREF(staging);
-        return -1;
-    }
-    int rc = err == cudaSuccess
-                 ? fm_keepalive_add(st, stream, (PyObject *)staging)
-                 : fm_cuda_fail(st, err, "uploading a %dx%dx%d image", m->height, m->width,
-                                m->channels);
-    Py_DECREF(staging);
-    return rc;
+    fm_image_rule rule = {FM_DTYPE_BIT(m->shape.type_num), FM_CHANNELS_BIT(m->shape.channels),
+                          m->shape.height, m->shape.width, "the GpuMat", writable};
+    return rule;
 }
 
 PyDoc_STRVAR(GpuMat_upload_doc,
@@ -352,29 +152,14 @@ PyDoc_STRVAR(GpuMat_upload_doc,
 "a pageable one goes through a pinned staging buffer, so the call never\n"
 "waits for the GPU either way.");
 
-int fm_gpumat_upload_array(fm_state *st, fm_GpuMat *m, PyObject *array,
-                           const char *argname, fm_Stream *stream, PyObject *timer)
-{
-    size_t host_pitch;
-    fm_device_guard guard;
-    fm_call call;
-    if (fm_call_begin(st, &call, "GpuMat.upload", "memcpy HtoD", timer, stream, m->height,
-                      m->width, m->channels) < 0)
-        return -1;
-    int rc = -1;
-    PyArrayObject *a = check_host_array(m, array, argname, 0, &host_pitch);
-    if (a != NULL && fm_device_enter(st, m->device, &guard) == 0) {
-        rc = upload_impl(st, m, a, host_pitch, stream, &call);
-        fm_device_exit(&guard);
-    }
-    return fm_call_end_int(st, &call, rc);
-}
-
 static PyObject *GpuMat_upload(PyObject *op, PyObject *args, PyObject *kwargs)
 {
     static char *kwlist[] = {"", "stream", "timer", NULL};
     PyObject *array_arg, *stream_arg = NULL, *timer = NULL;
     fm_state *st = fm_state_of(op);
+    fm_host_image src;
+    fm_device_guard guard;
+    fm_call call;
 
     if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|$OO:upload", kwlist, &array_arg,
                                      &stream_arg, &timer))
@@ -383,9 +168,17 @@ static PyObject *GpuMat_upload(PyObject *op, PyObject *args, PyObject *kwargs)
     if (m == NULL || check_writable(m, "self") < 0)
         return NULL;
     fm_Stream *stream = fm_require_stream(st, stream_arg, m->device);
-    if (stream == NULL || fm_gpumat_upload_array(st, m, array_arg, "array", stream, timer) < 0)
+    fm_image_rule rule = same_as(m, 0);
+    if (stream == NULL || fm_host_image_check(array_arg, "array", &rule, &src) < 0)
         return NULL;
-    Py_RETURN_NONE;
+    if (fm_call_begin(st, &call, "GpuMat.upload", "memcpy HtoD", timer, stream,
+                      m->shape.height, m->shape.width, m->shape.channels) < 0)
+        return NULL;
+    if (fm_device_enter(st, m->device, &guard) < 0)
+        return fm_call_end(st, &call, NULL);
+    int rc = fm_upload(st, m, &src, stream, FM_USE_RELEASE_AFTER, &call);
+    fm_device_exit(&guard);
+    return fm_call_end(st, &call, rc == 0 ? Py_NewRef(Py_None) : NULL);
 }
 
 PyDoc_STRVAR(GpuMat_from_array_doc,
@@ -398,30 +191,16 @@ static PyObject *GpuMat_from_array(PyTypeObject *type, PyObject *args, PyObject 
     static char *kwlist[] = {"", "stream", "device", "timer", NULL};
     fm_state *st = fm_state_of_type(type);
     PyObject *array_arg, *stream_arg = NULL, *device_arg = Py_None, *timer = NULL;
-    fm_GpuMat *m = NULL;
+    fm_host_image src;
+    fm_device_guard guard;
+    fm_call call;
     int device;
 
     if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|$OOO:from_array", kwlist,
                                      &array_arg, &stream_arg, &device_arg, &timer))
         return NULL;
-    if (!PyArray_Check(array_arg)) {
-        PyErr_Format(PyExc_TypeError, "array must be a numpy array, not %.200s", Py_TYPE(array_arg)->tp_name);
+    if (fm_host_image_check(array_arg, "array", NULL, &src) < 0)
         return NULL;
-    }
-    PyArrayObject *a = (PyArrayObject *)array_arg;
-    int nd = PyArray_NDIM(a);
-    if (nd != 2 && nd != 3) {
-        PyErr_Format(PyExc_ValueError,
-                     "array must be H x W or H x W x C, got %d dimension%s", nd,
-                     nd == 1 ? "" : "s");
-        return NULL;
-    }
-    PyArray_Descr *descr = PyArray_DESCR(a);
-    int type_num = PyDataType_ISNOTSWAPPED(descr) ? fm_canonical_type_num(descr) : -1;
-    if (type_num < 0) {
-        PyErr_Format(PyExc_TypeError, "array dtype %R is not supported", (PyObject *)descr);
-        return NULL;
-    }
     fm_Stream *stream = fm_require_stream(st, stream_arg, -1);
     if (stream == NULL)
         return NULL;
@@ -429,18 +208,16 @@ static PyObject *GpuMat_from_array(PyTypeObject *type, PyObject *args, PyObject 
     if (device_arg != Py_None && (fm_resolve_device(st, device_arg, &device) < 0
                                   || fm_require_stream(st, stream_arg, device) == NULL))
         return NULL;
-    npy_intp *dims = PyArray_DIMS(a);
-    if (check_geometry(dims[0], dims[1], nd == 3 ? dims[2] : 1, fm_supported_elem_size(type_num)) < 0)
+    if (fm_call_begin(st, &call, "GpuMat.upload", "memcpy HtoD", timer, stream,
+                      src.shape.height, src.shape.width, src.shape.channels) < 0)
         return NULL;
-    m = fm_gpumat_new(st, device, (int)dims[0], (int)dims[1], nd == 3 ? (int)dims[2] : 1,
-                      nd, type_num);
-    if (m == NULL)
-        return NULL;
-    if (fm_gpumat_upload_array(st, m, array_arg, "array", stream, timer) < 0) {
-        Py_DECREF(m);
-        return NULL;
-    }
-    return (PyObject *)m;
+    if (fm_device_enter(st, device, &guard) < 0)
+        return fm_call_end(st, &call, NULL);
+    fm_GpuMat *m = fm_gpumat_new(st, device, &src.shape);
+    if (m != NULL && fm_upload(st, m, &src, stream, FM_USE_RELEASE_AFTER, &call) < 0)
+        Py_CLEAR(m);
+    fm_device_exit(&guard);
+    return fm_call_end(st, &call, (PyObject *)m);
 }
 
 PyDoc_STRVAR(GpuMat_download_doc,
@@ -454,13 +231,12 @@ PyDoc_STRVAR(GpuMat_download_doc,
 static PyObject *GpuMat_download(PyObject *op, PyObject *args, PyObject *kwargs)
 {
     static char *kwlist[] = {"out", "stream", "blocking", "timer", NULL};
-    PyObject *out_arg = Py_None, *stream_arg = NULL, *result = NULL, *timer = NULL;
+    PyObject *out_arg = Py_None, *stream_arg = NULL, *timer = NULL;
     int blocking = 1;
     fm_state *st = fm_state_of(op);
-    fm_device_guard guard = {0, 0};
+    fm_host_image dst;
+    fm_device_guard guard;
     fm_call call;
-    size_t host_pitch;
-    int pinned;
 
     if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|O$OpO:download", kwlist,
                                      &out_arg, &stream_arg, &blocking, &timer))
@@ -471,96 +247,18 @@ static PyObject *GpuMat_download(PyObject *op, PyObject *args, PyObject *kwargs)
     fm_Stream *stream = fm_require_stream(st, stream_arg, m->device);
     if (stream == NULL)
         return NULL;
-    if (fm_call_begin(st, &call, "GpuMat.download", "memcpy DtoH", timer, stream, m->height,
-                      m->width, m->channels) < 0)
+    fm_image_rule rule = same_as(m, 1);
+    if (out_arg != Py_None && fm_host_image_check(out_arg, "out", &rule, &dst) < 0)
         return NULL;
-    if (out_arg == Py_None) {
-        npy_intp dims[3] = {m->height, m->width, m->channels};
-        result = fm_pinned_array(st, PyArray_DescrFromType(m->type_num), m->ndim, dims);
-        if (result == NULL)
-            goto error;
-        host_pitch = fm_gpumat_row_bytes(m);
-        pinned = 1;
-    }
-    else {
-        if (check_host_array(m, out_arg, "out", 1, &host_pitch) == NULL)
-            goto error;
-        result = Py_NewRef(out_arg);
-        pinned = array_is_pinned((PyArrayObject *)result, host_pitch, m);
-        if (!pinned && !blocking) {
-            PyErr_SetString(PyExc_ValueError,
-                            "a non-blocking download needs a pinned destination: "
-                            "use fastmog.pinned_like(...) or download(stream=s) with out=None");
-            goto error;
-        }
-    }
+    if (fm_call_begin(st, &call, "GpuMat.download", "memcpy DtoH", timer, stream,
+                      m->shape.height, m->shape.width, m->shape.channels) < 0)
+        return NULL;
     if (fm_device_enter(st, m->device, &guard) < 0)
-        goto error;
-    if (fm_device_buffer_use(st, m->buffer, stream) < 0)
-        goto error;
-    char *dst = PyArray_BYTES((PyArrayObject *)result);
-    size_t row_bytes = fm_gpumat_row_bytes(m);
-    cudaError_t err;
-    if (!pinned) {
-        /* Wait first, interruptibly; the pageable copy then runs at once. */
-        fm_call_wait_begin(st, &call);
-        int rc = fm_wait_stream(st, stream->handle, "waiting for a stream before a download");
-        fm_call_wait_end(st, &call);
-        if (rc < 0 || fm_call_gpu_begin(st, &call) < 0)
-            goto error;
-        Py_BEGIN_ALLOW_THREADS
-        err = cudaMemcpy2DAsync(dst, host_pitch, m->data, m->pitch, row_bytes,
-                                (size_t)m->height, cudaMemcpyDeviceToHost, stream->handle);
-        Py_END_ALLOW_THREADS
-        if (err == cudaSuccess && fm_call_gpu_end(st, &call) < 0)
-            goto error;
-        if (err == cudaSuccess) {
-            Py_BEGIN_ALLOW_THREADS
-            err = cudaStreamSynchronize(stream->handle);
-            Py_END_ALLOW_THREADS
-        }
-        if (err != cudaSuccess) {
-            fm_cuda_error(st, err, "downloading a %dx%dx%d image", m->height, m->width, m->channels);
-            goto error;
-        }
-    }
-    else {
-        if (fm_call_gpu_begin(st, &call) < 0)
-            goto error;
-        err = cudaMemcpy2DAsync(dst, host_pitch, m->data, m->pitch, row_bytes,
-                                (size_t)m->height, cudaMemcpyDeviceToHost, stream->handle);
-        if (err == cudaSuccess && fm_call_gpu_end(st, &call) < 0)
-            goto error;
-        if (err != cudaSuccess) {
-            fm_cuda_error(st, err, "downloading a %dx%dx%d image", m->height, m->width, m->channels);
-            goto error;
-        }
-        /* The destination must outlive the copy even if the caller drops it
-         * or a blocking wait is interrupted. */
-        if (fm_keepalive_add(st, stream, result) < 0)
-            goto error;
-        if (blocking) {
-            fm_call_wait_begin(st, &call);
-            int rc = fm_wait_stream(st, stream->handle, "waiting for a download");
-            fm_call_wait_end(st, &call);
-            if (rc < 0)
-                goto error;
-            fm_keepalive_sweep(st);
-        }
-    }
+        return fm_call_end(st, &call, NULL);
+    PyObject *result = fm_download(st, m, out_arg != Py_None ? &dst : NULL, blocking, stream,
+                                   &call);
     fm_device_exit(&guard);
     return fm_call_end(st, &call, result);
-
-error:
-    fm_device_exit(&guard);
-    Py_XDECREF(result);
-    return fm_call_end(st, &call, NULL);
-}
-
-static int same_geometry(const fm_GpuMat *a, const fm_GpuMat *b)
-{
-    return a->height == b->height && a->width == b->width && a->channels == b->channels
-           && a->type_num == b->type_num;
 }
 
 PyDoc_STRVAR(GpuMat_copy_to_doc,
@@ -583,11 +281,13 @@ static PyObject *GpuMat_copy_to(PyObject *op, PyObject *args, PyObject *kwargs)
     fm_GpuMat *dst = src ? fm_gpumat_check_open(st, other_arg, "other") : NULL;
     if (dst == NULL || check_writable(dst, "other") < 0)
         return NULL;
-    if (!same_geometry(src, dst)) {
-        PyErr_Format(PyExc_ValueError,
-                     "other is %dx%dx%d %s but self is %dx%dx%d %s", dst->height, dst->width,
-                     dst->channels, fm_type_name(dst->type_num), src->height, src->width,
-                     src->channels, fm_type_name(src->type_num));
+    if (src->shape.height != dst->shape.height || src->shape.width != dst->shape.width
+        || src->shape.channels != dst->shape.channels
+        || src->shape.type_num != dst->shape.type_num) {
+        PyErr_Format(PyExc_ValueError, "other is %dx%dx%d %s but self is %dx%dx%d %s",
+                     dst->shape.height, dst->shape.width, dst->shape.channels,
+                     fm_dtype_name(dst->shape.type_num), src->shape.height, src->shape.width,
+                     src->shape.channels, fm_dtype_name(src->shape.type_num));
         return NULL;
     }
     if (src->device != dst->device) {
@@ -598,27 +298,28 @@ static PyObject *GpuMat_copy_to(PyObject *op, PyObject *args, PyObject *kwargs)
     fm_Stream *stream = fm_require_stream(st, stream_arg, src->device);
     if (stream == NULL)
         return NULL;
-    if (fm_call_begin(st, &call, "GpuMat.copy_to", "memcpy DtoD", timer, stream, src->height,
-                      src->width, src->channels) < 0)
+    if (fm_call_begin(st, &call, "GpuMat.copy_to", "memcpy DtoD", timer, stream,
+                      src->shape.height, src->shape.width, src->shape.channels) < 0)
         return NULL;
     int rc = -1;
     if (fm_device_enter(st, src->device, &guard) < 0)
         return fm_call_end(st, &call, NULL);
-    if (fm_device_buffer_use(st, src->buffer, stream) < 0
-        || fm_device_buffer_use(st, dst->buffer, stream) < 0
+    if (fm_device_buffer_use(st, src->buffer, stream, FM_USE_RELEASE_AFTER) < 0
+        || fm_device_buffer_use(st, dst->buffer, stream, FM_USE_RELEASE_AFTER) < 0
         || fm_call_gpu_begin(st, &call) < 0)
         goto done;
-    size_t row_bytes = fm_gpumat_row_bytes(src);
+    size_t row_bytes = fm_image_row_bytes(&src->shape);
     cudaError_t err;
     if (src->pitch == row_bytes && dst->pitch == row_bytes)  /* one flat copy is faster */
-        err = cudaMemcpyAsync(dst->data, src->data, row_bytes * (size_t)src->height,
+        err = cudaMemcpyAsync(dst->data, src->data, row_bytes * (size_t)src->shape.height,
                               cudaMemcpyDeviceToDevice, stream->handle);
     else
         err = cudaMemcpy2DAsync(dst->data, dst->pitch, src->data, src->pitch, row_bytes,
-                                (size_t)src->height, cudaMemcpyDeviceToDevice, stream->handle);
+                                (size_t)src->shape.height, cudaMemcpyDeviceToDevice,
+                                stream->handle);
     rc = err == cudaSuccess ? fm_call_gpu_end(st, &call)
-                            : fm_cuda_fail(st, err, "copying a %dx%dx%d image", src->height,
-                                           src->width, src->channels);
+                            : fm_cuda_fail(st, err, "copying a %dx%dx%d image", src->shape.height,
+                                           src->shape.width, src->shape.channels);
 done:
     fm_device_exit(&guard);
     return fm_call_end(st, &call, rc == 0 ? Py_NewRef(Py_None) : NULL);
@@ -643,12 +344,12 @@ static int store_value(double value, int type_num, unsigned char *out)
         PyObject *shown = PyFloat_FromDouble(value);
         if (shown != NULL)
             PyErr_Format(PyExc_ValueError, "fill value %R does not fit in %s", shown,
-                         fm_type_name(type_num));
+                         fm_dtype_name(type_num));
         Py_XDECREF(shown);
         return -1;
     }
     int64_t v = (int64_t)value;
-    switch (fm_supported_elem_size(type_num)) {
+    switch (fm_dtype_size(type_num)) {
     case 1: { uint8_t x = (uint8_t)v; memcpy(out, &x, 1); break; }
     case 2: { uint16_t x = (uint16_t)v; memcpy(out, &x, 2); break; }
     default: { uint32_t x = (uint32_t)v; memcpy(out, &x, 4); break; }
@@ -687,39 +388,40 @@ static PyObject *GpuMat_fill(PyObject *op, PyObject *args, PyObject *kwargs)
     if (!is_number && seq == NULL)
         return NULL;
     Py_ssize_t n = is_number ? 1 : PySequence_Fast_GET_SIZE(seq);
-    if (!is_number && n != m->channels) {
+    if (!is_number && n != m->shape.channels) {
         Py_DECREF(seq);
         PyErr_Format(PyExc_ValueError, "value has %zd items but the image has %d channel%s",
-                     n, m->channels, m->channels == 1 ? "" : "s");
+                     n, m->shape.channels, m->shape.channels == 1 ? "" : "s");
         return NULL;
     }
-    for (int c = 0; c < m->channels; c++) {
+    for (int c = 0; c < m->shape.channels; c++) {
         PyObject *item = is_number ? value_arg : PySequence_Fast_GET_ITEM(seq, c);
         double v = PyFloat_AsDouble(item);
         if ((v == -1.0 && PyErr_Occurred())
-            || store_value(v, m->type_num, &pattern.bytes[c * m->elem_size]) < 0) {
+            || store_value(v, m->shape.type_num, &pattern.bytes[c * fm_dtype_size(m->shape.type_num)]) < 0) {
             Py_XDECREF(seq);
             return NULL;
         }
     }
     Py_XDECREF(seq);
 
-    int pixel_bytes = m->channels * m->elem_size, uniform = 1;
+    int pixel_bytes = m->shape.channels * fm_dtype_size(m->shape.type_num), uniform = 1;
     for (int i = 1; i < pixel_bytes; i++)
         uniform &= pattern.bytes[i] == pattern.bytes[0];
     if (fm_call_begin(st, &call, "GpuMat.fill", uniform ? "memset" : "kernel fill", timer,
-                      stream, m->height, m->width, m->channels) < 0)
+                      stream, m->shape.height, m->shape.width, m->shape.channels) < 0)
         return NULL;
     if (fm_device_enter(st, m->device, &guard) < 0)
         return fm_call_end(st, &call, NULL);
     cudaError_t err = cudaSuccess;
-    if (fm_device_buffer_use(st, m->buffer, stream) == 0 && fm_call_gpu_begin(st, &call) == 0) {
+    if (fm_device_buffer_use(st, m->buffer, stream, FM_USE_RELEASE_AFTER) == 0
+        && fm_call_gpu_begin(st, &call) == 0) {
         err = uniform ? cudaMemset2DAsync(m->data, m->pitch, pattern.bytes[0],
-                                          fm_gpumat_row_bytes(m), (size_t)m->height,
+                                          fm_image_row_bytes(&m->shape), (size_t)m->shape.height,
                                           stream->handle)
                       : fm_launch_fill(fm_gpumat_image(m), pattern, stream->handle);
         if (err != cudaSuccess)
-            fm_cuda_error(st, err, "filling a %dx%dx%d image", m->height, m->width, m->channels);
+            fm_cuda_error(st, err, "filling a %dx%dx%d image", m->shape.height, m->shape.width, m->shape.channels);
         else
             (void)fm_call_gpu_end(st, &call);
     }
@@ -754,9 +456,12 @@ static int slice_range(PyObject *key, int length, const char *axis, int *start, 
 
 static PyObject *make_roi(fm_state *st, fm_GpuMat *m, int x, int y, int width, int height)
 {
-    char *data = m->data + (size_t)y * m->pitch + (size_t)x * m->channels * m->elem_size;
-    return (PyObject *)fm_gpumat_view(st, m->buffer, data, m->pitch, height, width,
-                                      m->channels, m->ndim, m->type_num, m->readonly);
+    size_t pixel = (size_t)m->shape.channels * (size_t)fm_dtype_size(m->shape.type_num);
+    fm_image_shape shape = m->shape;
+    shape.height = height;
+    shape.width = width;
+    return (PyObject *)fm_gpumat_view(st, m->buffer, m->data + (size_t)y * m->pitch
+                                      + (size_t)x * pixel, m->pitch, &shape);
 }
 
 static PyObject *GpuMat_subscript(PyObject *op, PyObject *key)
@@ -776,16 +481,16 @@ static PyObject *GpuMat_subscript(PyObject *op, PyObject *key)
         cols = n > 1 ? PyTuple_GET_ITEM(key, 1) : NULL;
         chans = n > 2 ? PyTuple_GET_ITEM(key, 2) : NULL;
     }
-    int y0, y1, x0 = 0, x1 = m->width;
-    if (slice_range(rows, m->height, "row", &y0, &y1) < 0)
+    int y0, y1, x0 = 0, x1 = m->shape.width;
+    if (slice_range(rows, m->shape.height, "row", &y0, &y1) < 0)
         return NULL;
-    if (cols != NULL && slice_range(cols, m->width, "column", &x0, &x1) < 0)
+    if (cols != NULL && slice_range(cols, m->shape.width, "column", &x0, &x1) < 0)
         return NULL;
     if (chans != NULL) {
         int c0, c1;
-        if (slice_range(chans, m->channels, "channel", &c0, &c1) < 0)
+        if (slice_range(chans, m->shape.channels, "channel", &c0, &c1) < 0)
             return NULL;
-        if (c0 != 0 || c1 != m->channels) {
+        if (c0 != 0 || c1 != m->shape.channels) {
             PyErr_SetString(PyExc_ValueError, "a GpuMat view keeps every channel");
             return NULL;
         }
@@ -807,10 +512,10 @@ static PyObject *GpuMat_roi(PyObject *op, PyObject *args)
     fm_GpuMat *m = fm_gpumat_check_open(st, op, "self");
     if (m == NULL)
         return NULL;
-    if (x < 0 || y < 0 || w < 1 || h < 1 || x > m->width - w || y > m->height - h) {
+    if (x < 0 || y < 0 || w < 1 || h < 1 || x > m->shape.width - w || y > m->shape.height - h) {
         PyErr_Format(PyExc_ValueError,
                      "roi (x=%d, y=%d, width=%d, height=%d) is not inside the %dx%d image",
-                     x, y, w, h, m->width, m->height);
+                     x, y, w, h, m->shape.width, m->shape.height);
         return NULL;
     }
     return make_roi(st, m, x, y, w, h);
@@ -878,20 +583,25 @@ static fm_GpuMat *open_self(PyObject *op)
 static PyObject *GpuMat_get_shape(PyObject *op, void *Py_UNUSED(closure))
 {
     fm_GpuMat *m = (fm_GpuMat *)op;
-    if (m->ndim == 3)
-        return Py_BuildValue("(iii)", m->height, m->width, m->channels);
-    return Py_BuildValue("(ii)", m->height, m->width);
+    if (m->shape.ndim == 3)
+        return Py_BuildValue("(iii)", m->shape.height, m->shape.width, m->shape.channels);
+    return Py_BuildValue("(ii)", m->shape.height, m->shape.width);
 }
 
 static PyObject *GpuMat_get_dtype(PyObject *op, void *Py_UNUSED(closure))
 {
-    return (PyObject *)PyArray_DescrFromType(((fm_GpuMat *)op)->type_num);
+    return (PyObject *)PyArray_DescrFromType(((fm_GpuMat *)op)->shape.type_num);
+}
+
+static PyObject *GpuMat_get_itemsize(PyObject *op, void *Py_UNUSED(closure))
+{
+    return PyLong_FromLong(fm_dtype_size(((fm_GpuMat *)op)->shape.type_num));
 }
 
 static PyObject *GpuMat_get_nbytes(PyObject *op, void *Py_UNUSED(closure))
 {
     fm_GpuMat *m = (fm_GpuMat *)op;
-    return PyLong_FromSize_t(fm_gpumat_row_bytes(m) * (size_t)m->height);
+    return PyLong_FromSize_t(fm_image_row_bytes(&m->shape) * (size_t)m->shape.height);
 }
 
 static PyObject *GpuMat_get_ptr(PyObject *op, void *Py_UNUSED(closure))
@@ -907,13 +617,13 @@ static PyObject *GpuMat_get_closed(PyObject *op, void *Py_UNUSED(closure))
 
 static PyObject *GpuMat_get_readonly(PyObject *op, void *Py_UNUSED(closure))
 {
-    return PyBool_FromLong(((fm_GpuMat *)op)->readonly);
+    return PyBool_FromLong(((fm_GpuMat *)op)->shape.readonly);
 }
 
 static PyObject *GpuMat_get_is_continuous(PyObject *op, void *Py_UNUSED(closure))
 {
     fm_GpuMat *m = (fm_GpuMat *)op;
-    return PyBool_FromLong(m->height == 1 || m->pitch == fm_gpumat_row_bytes(m));
+    return PyBool_FromLong(m->shape.height == 1 || m->pitch == fm_image_row_bytes(&m->shape));
 }
 
 static PyObject *GpuMat_repr(PyObject *op)
@@ -922,8 +632,8 @@ static PyObject *GpuMat_repr(PyObject *op)
     if (m->closed)
         return PyUnicode_FromString("<fastmog.GpuMat closed>");
     return PyUnicode_FromFormat("<fastmog.GpuMat %dx%dx%d %s device=%d pitch=%zu%s>",
-                                m->height, m->width, m->channels, fm_type_name(m->type_num),
-                                m->device, m->pitch, m->readonly ? " read-only" : "");
+                                m->shape.height, m->shape.width, m->shape.channels, fm_dtype_name(m->shape.type_num),
+                                m->device, m->pitch, m->shape.readonly ? " read-only" : "");
 }
 
 PyDoc_STRVAR(GpuMat_repr_html_doc,
@@ -941,7 +651,7 @@ static PyObject *GpuMat_repr_html(PyObject *op, PyObject *Py_UNUSED(ignored))
         "<tr><th>dtype</th><td>%s</td></tr>"
         "<tr><th>device</th><td>%d</td></tr>"
         "<tr><th>pitch</th><td>%zu bytes</td></tr></table>",
-        m->height, m->width, m->channels, fm_type_name(m->type_num), m->device, m->pitch);
+        m->shape.height, m->shape.width, m->shape.channels, fm_dtype_name(m->shape.type_num), m->device, m->pitch);
 }
 
 static PyMethodDef GpuMat_methods[] = {
@@ -964,18 +674,17 @@ static PyMethodDef GpuMat_methods[] = {
      "__dlpack__($self, /, *, stream=None, max_version=None, dl_device=None, copy=None)\n--\n\n"
      "DLPack export, zero-copy. The consumer's `stream` is made to wait (on the\n"
      "GPU) for the work queued on this image; the host never waits."},
-    {"__dlpack_device__", (PyCFunction)fm_gpumat_dlpack_device, METH_NOARGS,
+    {"__dlpack_device__", fm_gpumat_dlpack_device, METH_NOARGS,
      "__dlpack_device__($self, /)\n--\n\n(kDLCUDA, device)."},
     {"_repr_html_", GpuMat_repr_html, METH_NOARGS, GpuMat_repr_html_doc},
     {NULL, NULL, 0, NULL},
 };
 
 static PyMemberDef GpuMat_members[] = {
-    {"height", T_INT, offsetof(fm_GpuMat, height), READONLY, "Rows."},
-    {"width", T_INT, offsetof(fm_GpuMat, width), READONLY, "Pixels per row."},
-    {"channels", T_INT, offsetof(fm_GpuMat, channels), READONLY, "Values per pixel: 1, 3 or 4."},
-    {"ndim", T_INT, offsetof(fm_GpuMat, ndim), READONLY, "2 for H x W, 3 for H x W x C."},
-    {"itemsize", T_INT, offsetof(fm_GpuMat, elem_size), READONLY, "Bytes per value."},
+    {"height", T_INT, offsetof(fm_GpuMat, shape.height), READONLY, "Rows."},
+    {"width", T_INT, offsetof(fm_GpuMat, shape.width), READONLY, "Pixels per row."},
+    {"channels", T_INT, offsetof(fm_GpuMat, shape.channels), READONLY, "Values per pixel: 1, 3 or 4."},
+    {"ndim", T_INT, offsetof(fm_GpuMat, shape.ndim), READONLY, "2 for H x W, 3 for H x W x C."},
     {"pitch", T_PYSSIZET, offsetof(fm_GpuMat, pitch), READONLY, "Bytes between row starts."},
     {"device", T_INT, offsetof(fm_GpuMat, device), READONLY, "CUDA device of the memory."},
     {NULL, 0, 0, 0, NULL},
@@ -984,12 +693,13 @@ static PyMemberDef GpuMat_members[] = {
 static PyGetSetDef GpuMat_getset[] = {
     {"shape", GpuMat_get_shape, NULL, "(height, width) or (height, width, channels).", NULL},
     {"dtype", GpuMat_get_dtype, NULL, "numpy dtype of the values.", NULL},
+    {"itemsize", GpuMat_get_itemsize, NULL, "Bytes per value.", NULL},
     {"nbytes", GpuMat_get_nbytes, NULL, "Bytes of pixel data (rows without padding).", NULL},
     {"ptr", GpuMat_get_ptr, NULL, "Device address of the first pixel.", NULL},
     {"closed", GpuMat_get_closed, NULL, "True once close() has run.", NULL},
     {"readonly", GpuMat_get_readonly, NULL, "True for a read-only view of foreign memory.", NULL},
     {"is_continuous", GpuMat_get_is_continuous, NULL, "True if rows have no padding.", NULL},
-    {"__cuda_array_interface__", (getter)fm_gpumat_cuda_array_interface, NULL,
+    {"__cuda_array_interface__", fm_gpumat_cuda_array_interface, NULL,
      "CUDA Array Interface, version 3 (zero-copy).", NULL},
     {NULL, NULL, NULL, NULL, NULL},
 };

@@ -1,5 +1,6 @@
-/* Zero-copy interop with CuPy, PyTorch and others: the CUDA Array Interface
- * (v3) and DLPack, both ways. */
+/* Other libraries' device memory, both ways and without copies: the CUDA Array
+ * Interface (v2, v3) and DLPack; what fastmog does with each producer's
+ * `stream` is written at stream_from_protocol(). */
 #include "fastmog.h"
 #include "dlpack.h"
 
@@ -27,37 +28,32 @@ static cudaStream_t protocol_int_to_stream(uintptr_t v)
 
 static PyObject *typestr_of(int type_num)
 {
-    PyArray_Descr *descr = PyArray_DescrFromType(type_num);
-    if (descr == NULL)
-        return NULL;
-    int size = (int)PyDataType_ELSIZE(descr);
-    PyObject *s = PyUnicode_FromFormat("%c%c%d", size == 1 ? '|' : '<', descr->kind, size);
-    Py_DECREF(descr);
-    return s;
+    const fm_dtype *d = fm_dtype_of(type_num);
+    return PyUnicode_FromFormat("%c%c%d", d->itemsize == 1 ? '|' : '<', d->kind, d->itemsize);
 }
 
-PyObject *fm_gpumat_cuda_array_interface(fm_GpuMat *self, void *Py_UNUSED(closure))
+PyObject *fm_gpumat_cuda_array_interface(PyObject *self, void *Py_UNUSED(closure))
 {
-    fm_GpuMat *m = fm_gpumat_check_open(fm_state_of((PyObject *)self), (PyObject *)self, "self");
+    fm_GpuMat *m = fm_gpumat_check_open(fm_state_of(self), self, "self");
     if (m == NULL)
         return NULL;
     PyObject *shape = NULL, *strides = NULL, *typestr = NULL, *descr = NULL;
     PyObject *stream = NULL, *result = NULL;
 
     shape = PyObject_GetAttrString((PyObject *)m, "shape");
-    typestr = typestr_of(m->type_num);
+    typestr = typestr_of(m->shape.type_num);
     if (shape == NULL || typestr == NULL)
         goto done;
     descr = Py_BuildValue("[(sO)]", "", typestr);
     if (descr == NULL)
         goto done;
-    if (m->height == 1 || m->pitch == fm_gpumat_row_bytes(m))
+    Py_ssize_t elem = fm_dtype_size(m->shape.type_num);
+    if (m->shape.height == 1 || m->pitch == fm_image_row_bytes(&m->shape))
         strides = Py_NewRef(Py_None);
-    else if (m->ndim == 3)
-        strides = Py_BuildValue("(nnn)", (Py_ssize_t)m->pitch,
-                                (Py_ssize_t)(m->channels * m->elem_size), (Py_ssize_t)m->elem_size);
+    else if (m->shape.ndim == 3)
+        strides = Py_BuildValue("(nnn)", (Py_ssize_t)m->pitch, m->shape.channels * elem, elem);
     else
-        strides = Py_BuildValue("(nn)", (Py_ssize_t)m->pitch, (Py_ssize_t)m->elem_size);
+        strides = Py_BuildValue("(nn)", (Py_ssize_t)m->pitch, elem);
     /* The consumer orders itself after the stream of our latest queued use. */
     fm_Stream *last = m->buffer->last_stream;
     if (last != NULL && !last->closed)
@@ -69,7 +65,7 @@ PyObject *fm_gpumat_cuda_array_interface(fm_GpuMat *self, void *Py_UNUSED(closur
     result = Py_BuildValue("{s:O,s:O,s:O,s:(KO),s:i,s:O,s:O}",
                            "shape", shape, "typestr", typestr, "descr", descr,
                            "data", (unsigned long long)(uintptr_t)m->data,
-                           m->readonly ? Py_True : Py_False,
+                           m->shape.readonly ? Py_True : Py_False,
                            "version", 3, "strides", strides, "stream", stream);
     if (result != NULL)
         m->cai_exported = 1;
@@ -130,29 +126,17 @@ static void versioned_capsule_destructor(PyObject *capsule)
     }
 }
 
-static int dl_dtype_of(int type_num, fm_dl_dtype *out)
-{
-    PyArray_Descr *descr = PyArray_DescrFromType(type_num);
-    if (descr == NULL)
-        return -1;
-    out->bits = (uint8_t)(8 * PyDataType_ELSIZE(descr));
-    out->lanes = 1;
-    out->code = descr->kind == 'f' ? FM_DL_FLOAT : descr->kind == 'u' ? FM_DL_UINT : FM_DL_INT;
-    Py_DECREF(descr);
-    return 0;
-}
-
-PyObject *fm_gpumat_dlpack(fm_GpuMat *self, PyObject *args, PyObject *kwargs)
+PyObject *fm_gpumat_dlpack(PyObject *self, PyObject *args, PyObject *kwargs)
 {
     static char *kwlist[] = {"stream", "max_version", "dl_device", "copy", NULL};
     PyObject *stream_arg = Py_None, *max_version = Py_None, *dl_device = Py_None;
     PyObject *copy = Py_None;
-    fm_state *st = fm_state_of((PyObject *)self);
+    fm_state *st = fm_state_of(self);
 
     if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|$OOOO:__dlpack__", kwlist,
                                      &stream_arg, &max_version, &dl_device, &copy))
         return NULL;
-    fm_GpuMat *m = fm_gpumat_check_open(st, (PyObject *)self, "self");
+    fm_GpuMat *m = fm_gpumat_check_open(st, self, "self");
     if (m == NULL)
         return NULL;
     if (copy == Py_True) {
@@ -168,7 +152,8 @@ PyObject *fm_gpumat_dlpack(fm_GpuMat *self, PyObject *args, PyObject *kwargs)
             return NULL;
         }
     }
-    if (m->pitch % (size_t)m->elem_size != 0) {
+    const fm_dtype *dtype = fm_dtype_of(m->shape.type_num);
+    if (m->pitch % (size_t)dtype->itemsize != 0) {
         PyErr_SetString(PyExc_BufferError, "row pitch is not a whole number of elements");
         return NULL;
     }
@@ -182,6 +167,13 @@ PyObject *fm_gpumat_dlpack(fm_GpuMat *self, PyObject *args, PyObject *kwargs)
             return NULL;
         }
         versioned = major >= FM_DLPACK_MAJOR;
+    }
+    if (m->shape.readonly && !versioned) {
+        /* The legacy capsule has no read-only flag: the consumer would write. */
+        PyErr_SetString(PyExc_BufferError,
+                        "a read-only GpuMat needs a consumer of DLPack 1.0 or later "
+                        "(__dlpack__(max_version=(1, 0)))");
+        return NULL;
     }
     /* Order the consumer's stream after our queued work (-1: it asks for none). */
     long long consumer = -2;
@@ -210,16 +202,15 @@ PyObject *fm_gpumat_dlpack(fm_GpuMat *self, PyObject *args, PyObject *kwargs)
     t.data = m->data;
     t.device.device_type = FM_DL_CUDA;
     t.device.device_id = m->device;
-    t.ndim = m->ndim;
-    if (dl_dtype_of(m->type_num, &t.dtype) < 0) {
-        export_ctx_free(ctx);
-        return NULL;
-    }
-    ctx->shape[0] = m->height;
-    ctx->shape[1] = m->width;
-    ctx->shape[2] = m->channels;
-    ctx->strides[0] = (int64_t)(m->pitch / (size_t)m->elem_size);
-    ctx->strides[1] = m->ndim == 3 ? m->channels : 1;
+    t.ndim = m->shape.ndim;
+    t.dtype.code = dtype->dl_code;
+    t.dtype.bits = (uint8_t)(8 * dtype->itemsize);
+    t.dtype.lanes = 1;
+    ctx->shape[0] = m->shape.height;
+    ctx->shape[1] = m->shape.width;
+    ctx->shape[2] = m->shape.channels;
+    ctx->strides[0] = (int64_t)(m->pitch / (size_t)dtype->itemsize);
+    ctx->strides[1] = m->shape.ndim == 3 ? m->shape.channels : 1;
     ctx->strides[2] = 1;
     t.shape = ctx->shape;
     t.strides = ctx->strides;
@@ -230,7 +221,7 @@ PyObject *fm_gpumat_dlpack(fm_GpuMat *self, PyObject *args, PyObject *kwargs)
         ctx->versioned.version_minor = FM_DLPACK_MINOR;
         ctx->versioned.manager_ctx = ctx;
         ctx->versioned.deleter = versioned_deleter;
-        ctx->versioned.flags = m->readonly ? FM_DLPACK_FLAG_READ_ONLY : 0;
+        ctx->versioned.flags = m->shape.readonly ? FM_DLPACK_FLAG_READ_ONLY : 0;
         ctx->versioned.dl_tensor = t;
         capsule = PyCapsule_New(&ctx->versioned, "dltensor_versioned", versioned_capsule_destructor);
     }
@@ -245,183 +236,211 @@ PyObject *fm_gpumat_dlpack(fm_GpuMat *self, PyObject *args, PyObject *kwargs)
     return capsule;
 }
 
-PyObject *fm_gpumat_dlpack_device(fm_GpuMat *self, PyObject *Py_UNUSED(noargs))
+PyObject *fm_gpumat_dlpack_device(PyObject *self, PyObject *Py_UNUSED(noargs))
 {
-    return Py_BuildValue("(ii)", FM_DL_CUDA, self->device);
+    return Py_BuildValue("(ii)", FM_DL_CUDA, ((fm_GpuMat *)self)->device);
 }
 
 /* ---- import ------------------------------------------------------------- */
 
-/* Geometry of a foreign 2-D or 3-D array, strides in bytes. */
+/* Geometry of a producer's 2-D or 3-D array, strides in bytes. */
 typedef struct foreign_view {
     char *data;
     int ndim;
     int64_t shape[3];
     int64_t strides[3];     /* bytes; filled for compact arrays too */
+    int have_strides;
     int type_num;
     int readonly;
 } foreign_view;
 
-static int check_foreign_view(foreign_view *v)
-{
-    if (v->ndim != 2 && v->ndim != 3) {
-        PyErr_Format(PyExc_ValueError, "the array must be H x W or H x W x C, got %d dimensions",
-                     v->ndim);
-        return -1;
-    }
-    int elem = fm_supported_elem_size(v->type_num);
-    if (elem == 0) {
-        PyErr_SetString(PyExc_TypeError, "the array's dtype is not supported by GpuMat");
-        return -1;
-    }
-    int64_t channels = v->ndim == 3 ? v->shape[2] : 1;
-    if (v->shape[0] < 1 || v->shape[1] < 1 || (channels != 1 && channels != 3 && channels != 4)) {
-        PyErr_SetString(PyExc_ValueError,
-                        "the array must have positive height and width and 1, 3 or 4 channels");
-        return -1;
-    }
-    int pixels_ok = (v->ndim == 2 || v->strides[2] == elem || channels == 1)
-                    && (v->strides[1] == channels * elem || v->shape[1] == 1);
-    int64_t row_bytes = v->shape[1] * channels * elem;
-    if (!pixels_ok || (v->shape[0] > 1 && v->strides[0] < row_bytes)) {
-        PyErr_SetString(PyExc_ValueError,
-                        "the array must have contiguous pixels within each row and rows in order");
-        return -1;
-    }
-    if (v->shape[0] > INT32_MAX || row_bytes > INT32_MAX) {
-        PyErr_SetString(PyExc_ValueError, "the array is too large for a GpuMat");
-        return -1;
-    }
-    if (v->shape[0] == 1)
-        v->strides[0] = row_bytes;
-    return 0;
-}
-
 static void compact_strides(foreign_view *v)
 {
-    int64_t s = fm_supported_elem_size(v->type_num);
+    int64_t s = fm_dtype_size(v->type_num);
     for (int i = v->ndim - 1; i >= 0; i--) {
         v->strides[i] = s;
         s *= v->shape[i];
     }
 }
 
-static fm_GpuMat *view_from_foreign(fm_state *st, foreign_view *v, PyObject *owner)
+/* Checks the view as an image and wraps it, keeping `owner` alive. */
+static fm_GpuMat *view_from_foreign(fm_state *st, foreign_view *v, PyObject *owner,
+                                    const char *argname)
 {
+    fm_image_shape shape;
+    if (fm_image_shape_make(v->ndim, v->shape, v->type_num, argname, &shape) < 0)
+        return NULL;
+    shape.readonly = v->readonly;
+    if (!v->have_strides)
+        compact_strides(v);
+    int64_t elem = fm_dtype_size(v->type_num);
+    int64_t row_bytes = (int64_t)fm_image_row_bytes(&shape);
+    int pixels_ok = (v->ndim == 2 || v->strides[2] == elem || shape.channels == 1)
+                    && (v->strides[1] == shape.channels * elem || shape.width == 1);
+    if (shape.height == 1)
+        v->strides[0] = row_bytes;
+    if (!pixels_ok || v->strides[0] < row_bytes) {
+        PyErr_Format(PyExc_ValueError,
+                     "%s must have contiguous pixels within each row and rows in order "
+                     "(strides %lld, %lld)", argname, (long long)v->strides[0],
+                     (long long)v->strides[1]);
+        return NULL;
+    }
+    /* A misaligned address would fault inside a kernel, and such a fault
+     * ends the CUDA context: refuse it here. */
+    if ((uintptr_t)v->data % (uintptr_t)elem != 0 || v->strides[0] % elem != 0) {
+        PyErr_Format(PyExc_ValueError,
+                     "%s is at 0x%llx with row pitch %lld: not aligned to its %d-byte values",
+                     argname, (unsigned long long)(uintptr_t)v->data, (long long)v->strides[0],
+                     (int)elem);
+        return NULL;
+    }
     struct cudaPointerAttributes attr;
     cudaError_t err = cudaPointerGetAttributes(&attr, v->data);
     if (err != cudaSuccess)
-        return (fm_GpuMat *)fm_cuda_error(st, err, "finding the device of a foreign array");
+        return (fm_GpuMat *)fm_cuda_error(st, err, "finding the device of %s", argname);
     if (attr.type != cudaMemoryTypeDevice && attr.type != cudaMemoryTypeManaged) {
-        PyErr_SetString(PyExc_ValueError, "the array is not in device memory");
+        PyErr_Format(PyExc_ValueError, "%s is not in device memory", argname);
         return NULL;
     }
-    int channels = v->ndim == 3 ? (int)v->shape[2] : 1;
-    size_t size = (size_t)v->strides[0] * (size_t)(v->shape[0] - 1)
-                  + (size_t)v->shape[1] * (size_t)channels * (size_t)fm_supported_elem_size(v->type_num);
+    size_t size = (size_t)v->strides[0] * (size_t)(shape.height - 1) + (size_t)row_bytes;
     fm_DeviceBuffer *buffer = fm_device_buffer_wrap(st, attr.device, v->data, size, owner);
     if (buffer == NULL)
         return NULL;
-    fm_GpuMat *m = fm_gpumat_view(st, buffer, v->data, (size_t)v->strides[0], (int)v->shape[0],
-                                  (int)v->shape[1], channels, v->ndim, v->type_num, v->readonly);
+    fm_GpuMat *m = fm_gpumat_view(st, buffer, v->data, (size_t)v->strides[0], &shape);
     Py_DECREF(buffer);
     return m;
 }
 
-static int int64_tuple(PyObject *obj, int64_t *out, int n, const char *what)
+static int cai_error(const char *argname, const char *key, PyObject *value, const char *expected)
 {
-    if (!PyTuple_Check(obj) || PyTuple_GET_SIZE(obj) != n) {
-        PyErr_Format(PyExc_ValueError, "__cuda_array_interface__ %s must be a tuple of %d ints",
-                     what, n);
+    if (value == NULL)
+        PyErr_Format(PyExc_ValueError, "%s.__cuda_array_interface__ has no '%s': expected %s",
+                     argname, key, expected);
+    else
+        PyErr_Format(PyExc_ValueError,
+                     "%s.__cuda_array_interface__['%s'] is %R: expected %s", argname, key,
+                     value, expected);
+    return -1;
+}
+
+/* A tuple or a list (producers differ) of up to `max` ints. */
+static int int_sequence(PyObject *seq, int64_t *out, int max, int *n)
+{
+    if (!PyTuple_Check(seq) && !PyList_Check(seq))
         return -1;
-    }
-    for (int i = 0; i < n; i++) {
-        out[i] = PyLong_AsLongLong(PyTuple_GET_ITEM(obj, i));
-        if (out[i] == -1 && PyErr_Occurred())
+    Py_ssize_t len = PySequence_Fast_GET_SIZE(seq);
+    if (len > max)
+        return -1;
+    for (Py_ssize_t i = 0; i < len; i++) {
+        PyObject *item = PySequence_Fast_GET_ITEM(seq, i);
+        if (!PyLong_Check(item))
             return -1;
+        int overflow;
+        out[i] = PyLong_AsLongLongAndOverflow(item, &overflow);
+        if (overflow || (out[i] == -1 && PyErr_Occurred())) {
+            PyErr_Clear();
+            return -1;
+        }
     }
+    *n = (int)len;
     return 0;
 }
 
-/* Orders `consumer` after the producer's stream with an event (GPU-side). */
-static int wait_for_producer(fm_state *st, cudaStream_t producer, fm_Stream *consumer)
+/* What fastmog does with a producer's `stream`, per the CUDA Array Interface
+ * (v3): absent or None, nothing (the producer says its data is ready); 1 the
+ * legacy default stream; 2 the per-thread default stream; any other value a
+ * cudaStream_t. 0 is ambiguous in the protocol; producers that give it
+ * (PyNvVideoCodec does) are treated as the legacy default stream, the most
+ * conservative reading: the consumer then waits for all of the legacy
+ * stream's work, which also waits for every blocking stream. */
+static cudaStream_t stream_from_protocol(unsigned long long v)
 {
-    cudaEvent_t fence;
-    if (producer == consumer->handle)
-        return 0;
-    if (fm_fence_acquire(st, consumer->device, &fence) < 0)
-        return -1;
-    cudaError_t err = cudaEventRecord(fence, producer);
-    if (err == cudaSuccess)
-        err = cudaStreamWaitEvent(consumer->handle, fence, 0);
-    fm_fence_release(st, consumer->device, fence);
-    if (err != cudaSuccess)
-        return fm_cuda_fail(st, err, "ordering a stream after a foreign array's producer");
-    return 0;
+    return v <= 1 ? cudaStreamLegacy : protocol_int_to_stream((uintptr_t)v);
 }
 
 static fm_GpuMat *from_cuda_array_interface(fm_state *st, PyObject *obj, PyObject *cai,
-                                            fm_Stream *stream)
+                                            const char *argname, fm_Stream *stream)
 {
     foreign_view v;
-    PyArray_Descr *descr = NULL;
     memset(&v, 0, sizeof v);
     if (!PyDict_Check(cai)) {
-        PyErr_SetString(PyExc_TypeError, "__cuda_array_interface__ must be a dict");
+        PyErr_Format(PyExc_TypeError, "%s.__cuda_array_interface__ must be a dict, not %.200s",
+                     argname, Py_TYPE(cai)->tp_name);
         return NULL;
     }
     PyObject *shape = PyDict_GetItemString(cai, "shape");
     PyObject *typestr = PyDict_GetItemString(cai, "typestr");
     PyObject *data = PyDict_GetItemString(cai, "data");
     PyObject *strides = PyDict_GetItemString(cai, "strides");
+    PyObject *mask = PyDict_GetItemString(cai, "mask");
     PyObject *producer = PyDict_GetItemString(cai, "stream");
-    if (shape == NULL || typestr == NULL || data == NULL || !PyTuple_Check(data)
-        || PyTuple_GET_SIZE(data) != 2) {
-        PyErr_SetString(PyExc_ValueError, "__cuda_array_interface__ lacks shape, typestr or data");
+    int n_strides = 0;
+
+    if (shape == NULL || int_sequence(shape, v.shape, 3, &v.ndim) < 0 || v.ndim < 2) {
+        cai_error(argname, "shape", shape, "a tuple or list of 2 or 3 ints (H, W[, C])");
         return NULL;
     }
-    if (!PyTuple_Check(shape)) {
-        PyErr_SetString(PyExc_ValueError, "__cuda_array_interface__ shape must be a tuple");
+    if (typestr == NULL || !PyUnicode_Check(typestr)) {
+        cai_error(argname, "typestr", typestr, "a numpy type string such as '|u1'");
         return NULL;
     }
-    v.ndim = (int)PyTuple_GET_SIZE(shape);
-    if (v.ndim != 2 && v.ndim != 3) {
-        (void)check_foreign_view(&v);  /* raises the shape error */
-        return NULL;
-    }
-    if (int64_tuple(shape, v.shape, v.ndim, "shape") < 0)
-        return NULL;
+    PyArray_Descr *descr = NULL;
     if (!PyArray_DescrConverter(typestr, &descr))
         return NULL;
-    v.type_num = PyDataType_ISNOTSWAPPED(descr) ? descr->type_num : -1;
-    if (v.type_num >= 0 && PyDataType_ISINTEGER(descr)) {
-        /* canonical numbers, as GpuMat uses */
-        int is_signed = PyDataType_ISSIGNED(descr);
-        int size = (int)PyDataType_ELSIZE(descr);
-        v.type_num = size == 1 ? (is_signed ? NPY_INT8 : NPY_UINT8)
-                   : size == 2 ? (is_signed ? NPY_INT16 : NPY_UINT16)
-                   : size == 4 ? (is_signed ? NPY_INT32 : NPY_UINT32) : -1;
-    }
+    v.type_num = fm_dtype_from_descr(descr);
     Py_DECREF(descr);
-    unsigned long long ptr = PyLong_AsUnsignedLongLong(PyTuple_GET_ITEM(data, 0));
+    if (v.type_num < 0) {
+        PyErr_Format(PyExc_TypeError,
+                     "%s.__cuda_array_interface__['typestr'] is %R: expected little-endian "
+                     "uint8, int8, uint16, int16, uint32, int32, float32 or float64",
+                     argname, typestr);
+        return NULL;
+    }
+    if (data == NULL || (!PyTuple_Check(data) && !PyList_Check(data))
+        || PySequence_Fast_GET_SIZE(data) != 2
+        || !PyLong_Check(PySequence_Fast_GET_ITEM(data, 0))) {
+        cai_error(argname, "data", data, "(pointer, read_only)");
+        return NULL;
+    }
+    unsigned long long ptr = PyLong_AsUnsignedLongLong(PySequence_Fast_GET_ITEM(data, 0));
     if (ptr == (unsigned long long)-1 && PyErr_Occurred())
         return NULL;
     v.data = (char *)(uintptr_t)ptr;
-    v.readonly = PyObject_IsTrue(PyTuple_GET_ITEM(data, 1));
-    if (strides == NULL || strides == Py_None)
-        compact_strides(&v);
-    else if (int64_tuple(strides, v.strides, v.ndim, "strides") < 0)
+    if ((v.readonly = PyObject_IsTrue(PySequence_Fast_GET_ITEM(data, 1))) < 0)
         return NULL;
-    if (check_foreign_view(&v) < 0)
-        return NULL;
-    if (producer != NULL && producer != Py_None) {
-        unsigned long long p = PyLong_AsUnsignedLongLong(producer);
-        if (p == (unsigned long long)-1 && PyErr_Occurred())
+    if (strides != NULL && strides != Py_None) {
+        if (int_sequence(strides, v.strides, 3, &n_strides) < 0 || n_strides != v.ndim) {
+            cai_error(argname, "strides", strides, "None or one int (bytes) per dimension");
             return NULL;
-        if (wait_for_producer(st, protocol_int_to_stream((uintptr_t)p), stream) < 0)
-            return NULL;
+        }
+        v.have_strides = 1;
     }
-    return view_from_foreign(st, &v, obj);
+    if (mask != NULL && mask != Py_None) {
+        cai_error(argname, "mask", mask, "None: masked arrays are not supported");
+        return NULL;
+    }
+    if (ptr == 0) {
+        cai_error(argname, "data", data, "a device pointer, not 0");
+        return NULL;
+    }
+    cudaStream_t from = NULL;
+    int ordered = producer != NULL && producer != Py_None;
+    if (ordered) {
+        unsigned long long p = PyLong_Check(producer) ? PyLong_AsUnsignedLongLong(producer)
+                                                       : (unsigned long long)-1;
+        if (p == (unsigned long long)-1) {
+            PyErr_Clear();
+            cai_error(argname, "stream", producer, "None or a stream handle (int)");
+            return NULL;
+        }
+        from = stream_from_protocol(p);
+    }
+    fm_GpuMat *m = view_from_foreign(st, &v, obj, argname);
+    if (m != NULL && ordered && m->device == stream->device
+        && fm_stream_order(st, stream->device, from, stream->handle) < 0)
+        Py_CLEAR(m);
+    return m;
 }
 
 /* Owns a consumed DLPack tensor: the capsule destructor calls its deleter. */
@@ -439,57 +458,47 @@ static void imported_versioned_destructor(PyObject *capsule)
         t->deleter(t);
 }
 
-static int type_num_of_dl(fm_dl_dtype d)
+/* Asks for a capsule made for our stream: versioned first; older producers
+ * refuse the max_version keyword. */
+static PyObject *request_capsule(PyObject *obj, fm_Stream *stream)
 {
-    if (d.lanes != 1)
-        return -1;
-    switch (d.code) {
-    case FM_DL_UINT:
-        return d.bits == 8 ? NPY_UINT8 : d.bits == 16 ? NPY_UINT16 : d.bits == 32 ? NPY_UINT32 : -1;
-    case FM_DL_INT:
-        return d.bits == 8 ? NPY_INT8 : d.bits == 16 ? NPY_INT16 : d.bits == 32 ? NPY_INT32 : -1;
-    case FM_DL_FLOAT:
-        return d.bits == 32 ? NPY_FLOAT32 : d.bits == 64 ? NPY_FLOAT64 : -1;
-    default:
-        return -1;
+    PyObject *capsule = NULL;
+    PyObject *kw = Py_BuildValue("{s:K,s:(ii)}", "stream",
+                                 (unsigned long long)stream_to_protocol_int(stream->handle),
+                                 "max_version", FM_DLPACK_MAJOR, FM_DLPACK_MINOR);
+    PyObject *method = PyObject_GetAttrString(obj, "__dlpack__");
+    PyObject *empty = PyTuple_New(0);
+    if (kw && method && empty) {
+        capsule = PyObject_Call(method, empty, kw);
+        if (capsule == NULL && PyErr_ExceptionMatches(PyExc_TypeError)) {
+            PyErr_Clear();
+            PyDict_DelItemString(kw, "max_version");
+            capsule = PyObject_Call(method, empty, kw);
+        }
     }
+    Py_XDECREF(kw);
+    Py_XDECREF(method);
+    Py_XDECREF(empty);
+    return capsule;
 }
 
-static fm_GpuMat *from_dlpack(fm_state *st, PyObject *obj, fm_Stream *stream)
+static fm_GpuMat *from_dlpack(fm_state *st, PyObject *obj, const char *argname,
+                              fm_Stream *stream)
 {
-    PyObject *capsule = NULL, *owner = NULL;
+    PyObject *owner = NULL;
     fm_GpuMat *result = NULL;
-    unsigned long long s = (unsigned long long)stream_to_protocol_int(stream->handle);
-
-    {
-        /* Ask for a versioned capsule first; older producers refuse the keyword. */
-        PyObject *kw = Py_BuildValue("{s:K,s:(ii)}", "stream", s, "max_version",
-                                     FM_DLPACK_MAJOR, FM_DLPACK_MINOR);
-        PyObject *method = PyObject_GetAttrString(obj, "__dlpack__");
-        PyObject *empty = PyTuple_New(0);
-        capsule = NULL;
-        if (kw && method && empty) {
-            capsule = PyObject_Call(method, empty, kw);
-            if (capsule == NULL && PyErr_ExceptionMatches(PyExc_TypeError)) {
-                PyErr_Clear();
-                PyDict_DelItemString(kw, "max_version");
-                capsule = PyObject_Call(method, empty, kw);
-            }
-        }
-        Py_XDECREF(kw);
-        Py_XDECREF(method);
-        Py_XDECREF(empty);
-    }
-    if (capsule == NULL)
-        return NULL;
-
+    fm_dl_tensor *t;
     foreign_view v;
     memset(&v, 0, sizeof v);
-    fm_dl_tensor *t;
+
+    PyObject *capsule = request_capsule(obj, stream);
+    if (capsule == NULL)
+        return NULL;
     if (PyCapsule_IsValid(capsule, "dltensor_versioned")) {
         fm_dl_managed_versioned *mt = PyCapsule_GetPointer(capsule, "dltensor_versioned");
         if (mt->version_major > FM_DLPACK_MAJOR) {
-            PyErr_SetString(PyExc_BufferError, "the producer's DLPack version is too new");
+            PyErr_Format(PyExc_BufferError, "%s's DLPack version %u is too new", argname,
+                         (unsigned)mt->version_major);
             goto error;
         }
         t = &mt->dl_tensor;
@@ -506,97 +515,94 @@ static fm_GpuMat *from_dlpack(fm_state *st, PyObject *obj, fm_Stream *stream)
         owner = PyCapsule_New(mt, "fastmog.dlpack_import", imported_legacy_destructor);
     }
     else {
-        PyErr_SetString(PyExc_TypeError, "__dlpack__ did not return a DLPack capsule");
+        PyErr_Format(PyExc_TypeError, "%s.__dlpack__() did not return a DLPack capsule",
+                     argname);
         goto error;
     }
     if (owner == NULL)
         goto error;
     if (t->device.device_type != FM_DL_CUDA && t->device.device_type != FM_DL_CUDA_MANAGED) {
-        PyErr_SetString(PyExc_ValueError, "the array is not in CUDA device memory");
+        PyErr_Format(PyExc_ValueError, "%s is not in CUDA device memory", argname);
         goto error;
     }
     v.ndim = t->ndim;
-    v.type_num = type_num_of_dl(t->dtype);
+    v.type_num = fm_dtype_from_dlpack(t->dtype.code, t->dtype.bits, t->dtype.lanes);
     v.data = (char *)t->data + t->byte_offset;
-    if (v.ndim == 2 || v.ndim == 3) {
-        int elem = fm_supported_elem_size(v.type_num);
-        for (int i = 0; i < v.ndim; i++)
+    if (v.ndim >= 2 && v.ndim <= 3) {
+        for (int i = 0; i < v.ndim; i++) {
             v.shape[i] = t->shape[i];
-        if (t->strides == NULL)
-            compact_strides(&v);
-        else
-            for (int i = 0; i < v.ndim; i++)
-                v.strides[i] = t->strides[i] * elem;
+            if (t->strides != NULL)
+                v.strides[i] = t->strides[i] * fm_dtype_size(v.type_num);
+        }
+        v.have_strides = t->strides != NULL;
     }
-    if (check_foreign_view(&v) < 0)
-        goto error;
-    result = view_from_foreign(st, &v, owner);
+    result = view_from_foreign(st, &v, owner, argname);
 error:
     Py_XDECREF(owner);
     Py_DECREF(capsule);
     return result;
 }
 
-fm_GpuMat *fm_as_gpumat(fm_state *st, PyObject *obj, fm_Stream *stream)
+/* The object that carries the memory: `obj`, or the first plane its cuda()
+ * or `planes` gives (video decoders hand out frames that way). New ref. */
+static PyObject *memory_carrier(PyObject *obj)
 {
-    fm_GpuMat *result = NULL;
-    fm_device_guard guard;
-
-    if (Py_IS_TYPE(obj, st->GpuMat_type)) {
-        fm_GpuMat *m = fm_gpumat_check_open(st, obj, "obj");
-        if (m == NULL || fm_require_stream(st, (PyObject *)stream, m->device) == NULL)
+    if (PyObject_HasAttrString(obj, "__cuda_array_interface__")
+        || PyObject_HasAttrString(obj, "__dlpack__"))
+        return Py_NewRef(obj);
+    PyObject *planes = NULL;
+    if (PyObject_HasAttrString(obj, "cuda")) {
+        PyObject *method = PyObject_GetAttrString(obj, "cuda");
+        planes = method != NULL && PyCallable_Check(method) ? PyObject_CallNoArgs(method) : NULL;
+        Py_XDECREF(method);
+        if (planes == NULL && PyErr_Occurred())
             return NULL;
-        return (fm_GpuMat *)Py_NewRef(obj);
     }
-    if (PyArray_Check(obj)) {
-        PyErr_SetString(PyExc_TypeError,
-                        "asgpumat views device memory; upload a numpy array with "
-                        "fastmog.GpuMat.from_array(a, stream=s)");
-        return NULL;
+    else if (PyObject_HasAttrString(obj, "planes")) {
+        if ((planes = PyObject_GetAttrString(obj, "planes")) == NULL)
+            return NULL;
     }
-    if (fm_device_enter(st, stream->device, &guard) < 0)
-        return NULL;
-    if (PyObject_HasAttrString(obj, "__cuda_array_interface__")) {
-        PyObject *cai = PyObject_GetAttrString(obj, "__cuda_array_interface__");
-        if (cai != NULL)
-            result = from_cuda_array_interface(st, obj, cai, stream);
-        Py_XDECREF(cai);
+    if (planes != NULL && (PyList_Check(planes) || PyTuple_Check(planes))) {
+        PyObject *first = PySequence_Fast_GET_SIZE(planes) > 0
+                              ? Py_NewRef(PySequence_Fast_GET_ITEM(planes, 0)) : NULL;
+        Py_DECREF(planes);
+        planes = first;
     }
-    else if (PyObject_HasAttrString(obj, "__dlpack__")) {
-        result = from_dlpack(st, obj, stream);
-    }
-    else {
-        PyErr_Format(PyExc_TypeError,
-                     "cannot view %.200s as a GpuMat: it has neither __cuda_array_interface__ "
-                     "nor __dlpack__", Py_TYPE(obj)->tp_name);
-    }
-    if (result != NULL && result->device != stream->device) {
-        PyErr_Format(PyExc_ValueError, "the array is on device %d but the stream is on device %d",
-                     result->device, stream->device);
-        Py_CLEAR(result);
-    }
-    if (result != NULL && fm_device_buffer_use(st, result->buffer, stream) < 0)
-        Py_CLEAR(result);
-    fm_device_exit(&guard);
-    return result;
+    if (planes != NULL && !PyObject_HasAttrString(planes, "__cuda_array_interface__")
+        && !PyObject_HasAttrString(planes, "__dlpack__"))
+        Py_CLEAR(planes);
+    return planes;
 }
 
-PyObject *fm_asgpumat(PyObject *module, PyObject *args, PyObject *kwargs)
+int fm_is_device_array(PyObject *obj)
 {
-    static char *kwlist[] = {"", "stream", NULL};
-    fm_state *st = fm_state_of_module(module);
-    PyObject *obj, *stream_arg = NULL;
+    return PyObject_HasAttrString(obj, "__cuda_array_interface__")
+           || PyObject_HasAttrString(obj, "__dlpack__") || PyObject_HasAttrString(obj, "cuda")
+           || PyObject_HasAttrString(obj, "planes");
+}
 
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|$O:asgpumat", kwlist, &obj, &stream_arg))
-        return NULL;
-    if (PyArray_Check(obj)) {
-        PyErr_SetString(PyExc_TypeError,
-                        "asgpumat views device memory; upload a numpy array with "
-                        "fastmog.GpuMat.from_array(a, stream=s)");
+fm_GpuMat *fm_view_device_array(fm_state *st, PyObject *obj, const char *argname,
+                                fm_Stream *stream)
+{
+    PyObject *carrier = memory_carrier(obj);
+    fm_GpuMat *m = NULL;
+    if (carrier == NULL) {
+        if (!PyErr_Occurred())
+            PyErr_Format(PyExc_TypeError,
+                         "cannot view %.200s as an image: it has neither "
+                         "__cuda_array_interface__ nor __dlpack__ (nor a cuda() giving them)",
+                         Py_TYPE(obj)->tp_name);
         return NULL;
     }
-    fm_Stream *stream = fm_require_stream(st, stream_arg, -1);
-    if (stream == NULL)
-        return NULL;
-    return (PyObject *)fm_as_gpumat(st, obj, stream);
+    if (PyObject_HasAttrString(carrier, "__cuda_array_interface__")) {
+        PyObject *cai = PyObject_GetAttrString(carrier, "__cuda_array_interface__");
+        if (cai != NULL)
+            m = from_cuda_array_interface(st, carrier, cai, argname, stream);
+        Py_XDECREF(cai);
+    }
+    else {
+        m = from_dlpack(st, carrier, argname, stream);
+    }
+    Py_DECREF(carrier);
+    return m;
 }

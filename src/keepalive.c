@@ -1,7 +1,67 @@
-/* Objects kept alive until the GPU work that uses their memory is done:
- * the numpy source of an asynchronous upload, the destination of a
- * non-blocking download, a staging buffer, foreign device memory. */
+/* What the GPU may still use: objects kept alive until the work that uses
+ * their memory is done (the numpy source of an asynchronous upload, the
+ * destination of a non-blocking download, a staging buffer, foreign device
+ * memory), and the pool of untimed events that fence those lifetimes. */
 #include "fastmog.h"
+
+int fm_fence_acquire(fm_state *st, int device, cudaEvent_t *event)
+{
+    fm_event_stack *stack = &st->fences[device];
+    if (stack->n > 0) {
+        *event = stack->events[--stack->n];
+        return 0;
+    }
+    FM_CUDA_CHECK(st, cudaEventCreateWithFlags(event, cudaEventDisableTiming),
+                  "creating an event on device %d", device);
+    return 0;
+}
+
+void fm_fence_release(fm_state *st, int device, cudaEvent_t event)
+{
+    fm_event_stack *stack = &st->fences[device];
+    if (stack->n == stack->cap) {
+        size_t cap = stack->cap ? 2 * stack->cap : 16;
+        cudaEvent_t *grown = PyMem_Realloc(stack->events, cap * sizeof(*grown));
+        if (grown == NULL) {
+            (void)cudaEventDestroy(event);  /* cannot cache it: drop it */
+            return;
+        }
+        stack->events = grown;
+        stack->cap = cap;
+    }
+    stack->events[stack->n++] = event;
+}
+
+void fm_fences_clear(fm_state *st)
+{
+    for (int d = 0; d < FM_MAX_DEVICES; d++) {
+        fm_event_stack *stack = &st->fences[d];
+        for (size_t i = 0; i < stack->n; i++)
+            (void)cudaEventDestroy(stack->events[i]);
+        PyMem_Free(stack->events);
+        stack->events = NULL;
+        stack->n = stack->cap = 0;
+    }
+}
+
+int fm_stream_order(fm_state *st, int device, cudaStream_t producer, cudaStream_t consumer)
+{
+    cudaEvent_t fence;
+    if (producer == consumer)
+        return 0;
+    if (fm_fence_acquire(st, device, &fence) < 0)
+        return -1;
+    cudaError_t err = cudaEventRecord(fence, producer);
+    if (err == cudaSuccess)
+        err = cudaStreamWaitEvent(consumer, fence, 0);
+    /* Reusing the event at once is safe: a wait captures the record it saw. */
+    fm_fence_release(st, device, fence);
+    if (err != cudaSuccess)
+        return fm_cuda_fail(st, err, "ordering one stream after another");
+    return 0;
+}
+
+/* ---- keep-alive list ------------------------------------------------------ */
 
 int fm_keepalive_add(fm_state *st, fm_Stream *stream, PyObject *obj)
 {

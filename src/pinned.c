@@ -40,10 +40,16 @@ static void free_host_block(void *ptr)
 
 void fm_pinned_pool_clear(fm_pinned_pool *pool)
 {
-    for (size_t i = 0; i < pool->n_free; i++)
-        free_host_block(pool->free_blocks[i].ptr);
-    pool->n_free = 0;
+    /* Detach the cached blocks before freeing them: freeing releases the GIL,
+     * and another thread may use the pool meanwhile. */
+    fm_pinned_block *blocks = pool->free_blocks;
+    size_t n = pool->n_free;
+    pool->free_blocks = NULL;
+    pool->n_free = pool->cap_free = 0;
     pool->bytes_cached = 0;
+    for (size_t i = 0; i < n; i++)
+        free_host_block(blocks[i].ptr);
+    PyMem_Free(blocks);
 }
 
 static void pool_give_back(fm_pinned_pool *pool, fm_pinned_block block)
@@ -192,7 +198,7 @@ PyObject *fm_pinned_array(fm_state *st, PyArray_Descr *descr, int ndim, const np
     return array;
 }
 
-int fm_is_pinned_ptr(const void *ptr)
+static int is_pinned_ptr(const void *ptr)
 {
     struct cudaPointerAttributes attr;
     cudaError_t err = cudaPointerGetAttributes(&attr, ptr);
@@ -202,3 +208,118 @@ int fm_is_pinned_ptr(const void *ptr)
     }
     return attr.type == cudaMemoryTypeHost;
 }
+
+int fm_is_pinned_range(const void *first, const void *last)
+{
+    return is_pinned_ptr(first) && is_pinned_ptr(last);
+}
+
+/* ---- module functions ----------------------------------------------------- */
+
+static PyObject *pinned_new(PyObject *module, PyObject *args, PyObject *kwargs,
+                            const char *format, int zero)
+{
+    static char *kwlist[] = {"shape", "dtype", NULL};
+    fm_state *st = fm_state_of_module(module);
+    PyArray_Dims shape = {NULL, 0};
+    PyArray_Descr *descr = NULL;
+    PyObject *array = NULL;
+
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, format, kwlist, PyArray_IntpConverter,
+                                     &shape, PyArray_DescrConverter2, &descr))
+        goto done;  /* the converters may have filled shape before failing */
+    if (descr == NULL)
+        descr = PyArray_DescrFromType(NPY_UINT8);
+    if (PyDataType_REFCHK(descr)) {
+        PyErr_SetString(PyExc_TypeError, "pinned arrays cannot hold Python objects");
+        Py_DECREF(descr);
+        goto done;
+    }
+    array = fm_pinned_array(st, descr, shape.len, shape.ptr);  /* steals descr */
+    if (array != NULL && zero)
+        memset(PyArray_DATA((PyArrayObject *)array), 0,
+               (size_t)PyArray_NBYTES((PyArrayObject *)array));
+done:
+    PyDimMem_FREE(shape.ptr);
+    return array;
+}
+
+PyDoc_STRVAR(pinned_empty_doc,
+"pinned_empty($module, /, shape, dtype=numpy.uint8)\n--\n\n"
+"An uninitialised numpy array in page-locked host memory, from fastmog's\n"
+"pool. The memory stays valid while any view of the array exists and goes\n"
+"back to the pool (not to the OS) after the last one.");
+
+static PyObject *pinned_empty(PyObject *module, PyObject *args, PyObject *kwargs)
+{
+    return pinned_new(module, args, kwargs, "O&|O&:pinned_empty", 0);
+}
+
+PyDoc_STRVAR(pinned_zeros_doc,
+"pinned_zeros($module, /, shape, dtype=numpy.uint8)\n--\n\n"
+"Like pinned_empty, filled with zeros.");
+
+static PyObject *pinned_zeros(PyObject *module, PyObject *args, PyObject *kwargs)
+{
+    return pinned_new(module, args, kwargs, "O&|O&:pinned_zeros", 1);
+}
+
+static PyArrayObject *require_array(PyObject *arg)
+{
+    if (!PyArray_Check(arg)) {
+        PyErr_Format(PyExc_TypeError, "array must be a numpy array, not %.200s",
+                     Py_TYPE(arg)->tp_name);
+        return NULL;
+    }
+    return (PyArrayObject *)arg;
+}
+
+PyDoc_STRVAR(pinned_like_doc,
+"pinned_like($module, array, /)\n--\n\n"
+"An uninitialised pinned array with the shape and dtype of `array` (as\n"
+"numpy.empty_like).");
+
+static PyObject *pinned_like(PyObject *module, PyObject *arg)
+{
+    PyArrayObject *a = require_array(arg);
+    if (a == NULL)
+        return NULL;
+    PyArray_Descr *descr = PyArray_DESCR(a);
+    if (PyDataType_REFCHK(descr)) {
+        PyErr_SetString(PyExc_TypeError, "pinned arrays cannot hold Python objects");
+        return NULL;
+    }
+    Py_INCREF(descr);
+    return fm_pinned_array(fm_state_of_module(module), descr, PyArray_NDIM(a), PyArray_DIMS(a));
+}
+
+PyDoc_STRVAR(is_pinned_doc,
+"is_pinned($module, array, /)\n--\n\n"
+"True if the numpy array's memory is page-locked (fastmog's, CuPy's,\n"
+"PyTorch's or registered with cudaHostRegister). False without a GPU.");
+
+static PyObject *is_pinned(PyObject *module, PyObject *arg)
+{
+    PyArrayObject *a = require_array(arg);
+    if (a == NULL)
+        return NULL;
+    if (PyArray_SIZE(a) == 0)
+        Py_RETURN_FALSE;
+    /* The array's extent: its lowest and highest addressed bytes. */
+    const char *lo = PyArray_BYTES(a), *hi = PyArray_BYTES(a);
+    for (int i = 0; i < PyArray_NDIM(a); i++) {
+        npy_intp span = (PyArray_DIM(a, i) - 1) * PyArray_STRIDE(a, i);
+        if (span < 0) lo += span; else hi += span;
+    }
+    return PyBool_FromLong(fm_is_pinned_range(lo, hi + PyArray_ITEMSIZE(a) - 1));
+}
+
+PyMethodDef fm_pinned_methods[] = {
+    {"pinned_empty", (PyCFunction)(void (*)(void))pinned_empty,
+     METH_VARARGS | METH_KEYWORDS, pinned_empty_doc},
+    {"pinned_zeros", (PyCFunction)(void (*)(void))pinned_zeros,
+     METH_VARARGS | METH_KEYWORDS, pinned_zeros_doc},
+    {"pinned_like", pinned_like, METH_O, pinned_like_doc},
+    {"is_pinned", is_pinned, METH_O, is_pinned_doc},
+    {NULL, NULL, 0, NULL},
+};

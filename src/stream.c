@@ -245,20 +245,8 @@ static PyObject *Stream_synchronize(PyObject *op, PyObject *args, PyObject *kwar
     fm_Stream *self = open_stream(op);
     if (self == NULL)
         return NULL;
-    fm_state *st = fm_state_of(op);
-    fm_device_guard guard;
-    fm_call call;
-    if (fm_call_begin(st, &call, "Stream.synchronize", NULL, timer, self, 0, 0, 0) < 0)
-        return NULL;
-    if (fm_device_enter(st, self->device, &guard) < 0)
-        return fm_call_end(st, &call, NULL);
-    fm_call_wait_begin(st, &call);
-    int rc = fm_wait_stream(st, self->handle, "synchronizing a stream");
-    fm_call_wait_end(st, &call);
-    fm_device_exit(&guard);
-    if (rc == 0)
-        fm_keepalive_sweep(st);
-    return fm_call_end(st, &call, rc == 0 ? Py_NewRef(Py_None) : NULL);
+    return fm_synchronize(fm_state_of(op), "Stream.synchronize", timer, self, self->device,
+                          NULL, 0);
 }
 
 PyDoc_STRVAR(Stream_query_doc,
@@ -268,19 +256,7 @@ PyDoc_STRVAR(Stream_query_doc,
 static PyObject *Stream_query(PyObject *op, PyObject *Py_UNUSED(ignored))
 {
     fm_Stream *self = open_stream(op);
-    if (self == NULL)
-        return NULL;
-    fm_state *st = fm_state_of(op);
-    fm_device_guard guard;
-    if (fm_device_enter(st, self->device, &guard) < 0)
-        return NULL;
-    cudaError_t err = cudaStreamQuery(self->handle);
-    fm_device_exit(&guard);
-    if (err == cudaSuccess)
-        Py_RETURN_TRUE;
-    if (err == cudaErrorNotReady)
-        Py_RETURN_FALSE;
-    return fm_cuda_error(st, err, "querying a stream");
+    return self != NULL ? fm_query(fm_state_of(op), self->device, self->handle, NULL) : NULL;
 }
 
 static fm_Event *require_event(fm_state *st, PyObject *arg)
@@ -364,6 +340,10 @@ static int stream_close(fm_state *st, fm_Stream *self, int wait)
 {
     if (self->closed)
         return 0;
+    if (self->busy) {
+        PyErr_SetString(PyExc_ValueError, "the stream is being waited for in another thread");
+        return -1;
+    }
     int rc = 0;
     fm_device_guard guard = {0, 0};
     if (fm_device_enter(st, self->device, &guard) < 0)

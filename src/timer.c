@@ -212,7 +212,7 @@ PyObject *fm_call_end(fm_state *st, fm_call *call, PyObject *result)
         fm_device_guard guard;
         int rc = fm_device_enter(st, call->stream->device, &guard);
         if (rc == 0) {
-            rc = fm_wait_stream(st, call->stream->handle, "waiting for a call in sync mode");
+            rc = fm_wait_stream(st, call->stream, "waiting for a call in sync mode");
             fm_device_exit(&guard);
         }
         fm_call_wait_end(st, call);

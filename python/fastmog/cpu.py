@@ -1,7 +1,7 @@
 """MOG2 on the host: the same per-pixel code as the GPU kernel, numpy in and
 numpy out, no streams. It is the reference the GPU is tested against and what
 the main job uses where no GPU is usable."""
-from ._fastmog import _HostBackgroundSubtractorMOG2 as BackgroundSubtractorMOG2
+from ._fastmog import _CpuBackgroundSubtractorMOG2 as BackgroundSubtractorMOG2
 
 
 def createBackgroundSubtractorMOG2(history=500, varThreshold=16.0, detectShadows=True):

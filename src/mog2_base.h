@@ -1,0 +1,123 @@
+/* What the GPU and the host subtractor share: the MOG2 parameters as the user
+ * sets them, and the hidden base type that carries them (properties, OpenCV
+ * aliases, the lock, frame bookkeeping, close/reset). */
+#ifndef FASTMOG_MOG2_BASE_H
+#define FASTMOG_MOG2_BASE_H
+
+#include "fastmog.h"
+
+#include <pythread.h>
+
+/* Values are kept as OpenCV keeps them: varThreshold as a double, the other
+ * thresholds rounded to float when set. Defaults live in the table in
+ * mog2_base.c, nowhere else. */
+typedef struct fm_mog2_settings {
+    int history;
+    int n_mixtures;
+    int detect_shadows;
+    int shadow_value;
+    double var_threshold;
+    double background_ratio;
+    double var_threshold_gen;
+    double var_init;
+    double var_min;
+    double var_max;
+    double complexity_reduction_threshold;
+    double shadow_threshold;
+} fm_mog2_settings;
+
+/* What a subtractor's model was built for; width == 0 means no model yet. */
+typedef struct fm_mog2_geometry {
+    int width, height, channels, is_float, n_mixtures;
+} fm_mog2_geometry;
+
+typedef struct fm_MOG2Base fm_MOG2Base;
+
+/* Frees the subclass's model and buffers; called with the lock held. */
+typedef void (*fm_mog2_release_fn)(fm_MOG2Base *self);
+
+/* The head of both subtractor objects (fastmog._MOG2Base). */
+struct fm_MOG2Base {
+    PyObject_HEAD
+    fm_mog2_settings settings;
+    PyThread_type_lock lock;        /* serializes calls; owned */
+    long frames_seen;               /* frames since the model (re)started */
+    fm_mog2_geometry geometry;      /* what the model was built for */
+    int closed;
+    fm_mog2_release_fn release;     /* the subclass's model release */
+};
+
+extern PyType_Spec fm_mog2_base_spec;
+
+/* Parses the constructor's arguments into `self` and makes its lock.
+ * `device` receives the device= argument (borrowed, may be NULL) when not
+ * NULL, else device= is refused. */
+int fm_mog2_base_init(fm_MOG2Base *self, PyObject *args, PyObject *kwargs,
+                      const char *type_name, PyObject **device, fm_mog2_release_fn release);
+/* Frees the model and the lock (dealloc). */
+void fm_mog2_base_fini(fm_MOG2Base *self);
+
+/* Takes the lock (waiting with the GIL released) and checks the subtractor
+ * is open; on failure the lock is not held and an exception is set. */
+int fm_mog2_lock_open(fm_MOG2Base *self);
+void fm_mog2_unlock(fm_MOG2Base *self);
+
+/* One frame's bookkeeping, decided as OpenCV decides it, before anything is
+ * changed; fm_mog2_commit() stores it once the frame's work is queued. */
+typedef struct fm_mog2_step {
+    fm_mog2_geometry geometry;      /* of this frame */
+    int rebuild;                    /* no model, or another geometry: a new one */
+    int restart;                    /* the mode counts start from zero */
+    long frames_seen;               /* after this frame */
+    fm_mog2_params params;
+    fm_mog2_rates rates;
+} fm_mog2_step;
+
+/* Plans the frame (the rate was checked). Called with the lock held. */
+int fm_mog2_plan(const fm_MOG2Base *self, const fm_image_shape *frame, double learning_rate,
+                 fm_mog2_step *step);
+void fm_mog2_commit(fm_MOG2Base *self, const fm_mog2_step *step);
+
+/* What each argument of the subtractors must be. */
+fm_image_rule fm_mog2_frame_rule(void);
+fm_image_rule fm_mog2_mask_rule(const fm_image_shape *frame, int writable);
+fm_image_rule fm_mog2_background_rule(const fm_mog2_geometry *g);
+/* The shape of the background image of a model (uint8 or float32). */
+fm_image_shape fm_mog2_background_shape(const fm_mog2_geometry *g);
+
+/* -1 with ValueError for a NaN rate (negative is automatic). */
+int fm_mog2_check_learning_rate(double learning_rate);
+fm_mog2_params fm_mog2_settings_params(const fm_mog2_settings *s);
+
+/* The one layout of a model in one allocation, for both subtractors: the
+ * arrays of mog2_params.h, each plane starting on a 256-byte boundary. */
+static inline size_t fm_mog2_plane_bytes(const fm_mog2_geometry *g)
+{
+    size_t pixels = (size_t)g->width * (size_t)g->height;
+    return (pixels * (size_t)g->n_mixtures * sizeof(float) + 255) / 256 * 256;
+}
+
+static inline size_t fm_mog2_model_bytes(const fm_mog2_geometry *g)
+{
+    return (2 + (size_t)g->channels) * fm_mog2_plane_bytes(g)
+           + (size_t)g->width * (size_t)g->height;
+}
+
+static inline fm_mog2_model fm_mog2_model_at(void *base, const fm_mog2_geometry *g)
+{
+    size_t plane = fm_mog2_plane_bytes(g);
+    char *at = (char *)base;
+    fm_mog2_model m;
+    m.weight = (float *)at;
+    m.variance = (float *)(at + plane);
+    m.mean = (float *)(at + 2 * plane);
+    m.mode_count = (unsigned char *)(at + (2 + (size_t)g->channels) * plane);
+    m.stride = (size_t)g->width * (size_t)g->height;
+    m.width = g->width;
+    m.height = g->height;
+    m.channels = g->channels;
+    return m;
+}
+
+
+#endif
