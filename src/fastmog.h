@@ -425,4 +425,8 @@ extern PyType_Spec fm_mog2_spec;
 extern PyType_Spec fm_mog2_host_spec;
 int fm_mog2_add_settings(PyTypeObject *type);
 
+/* ---- nv12_host.c (issue 11): _cpu_nv12_to_bgr, _cpu_nv21_to_bgr ------------ */
+
+extern PyMethodDef fm_nv12_host_methods[];
+
 #endif

@@ -332,6 +332,7 @@ static int module_exec(PyObject *module)
     if (PyModule_AddFunctions(module, fm_nvtx_methods) < 0
         || PyModule_AddFunctions(module, fm_timer_methods) < 0)
         return -1;
+    if (PyModule_AddFunctions(module, fm_nv12_host_methods) < 0) return -1;  /* issue 11: nv12_host.c */
     fm_nvtx_init(st);
     st->MOG2_type = add_type(module, &fm_mog2_spec, 1);
     if (st->MOG2_type == NULL || fm_mog2_add_settings(st->MOG2_type) < 0)
