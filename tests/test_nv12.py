@@ -14,6 +14,8 @@ import fastmog.cpu
 
 cv2 = pytest.importorskip("cv2")
 
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+
 # (rgb, nv21) -> the cv2 code computing the same thing
 CODES = {
     (False, False): cv2.COLOR_YUV2BGR_NV12,
@@ -246,8 +248,9 @@ def test_bad_input_writes_nothing(rng):
 # ---- GPU: fastmog.nv12_to_bgr(y, uv=None, *, stream, out=None, rgb=False, matrix) --
 
 def on_device(cp, array, pad=0, offset=0):
-    """A cupy copy of `array` with rows `pad` bytes longer than needed, the
-    data starting `offset` bytes into each row (strides as a decoder's pitch)."""
+    """A cupy copy of `array` with rows `pad` columns longer than needed, the
+    data starting `offset` columns into each row (strides as a decoder's
+    pitch; a column is 2 bytes for H/2 x W/2 x 2 chroma)."""
     h, w = array.shape[:2]
     big = cp.zeros((h, w + pad + offset) + array.shape[2:], cp.uint8)
     view = big[:, offset:offset + w]
@@ -282,9 +285,6 @@ def test_gpu_nv21_every_triple(all_triples, stream):
         got = fastmog.nv21_to_bgr(frame_dev, stream=stream, rgb=rgb)
         assert mismatches(got.download(stream=stream),
                           cv2.cvtColor(frame, CODES[rgb, True])) == 0
-
-
-ROOT = pathlib.Path(__file__).resolve().parent.parent
 
 
 @pytest.mark.gpu
