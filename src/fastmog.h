@@ -362,7 +362,8 @@ typedef struct fm_image_shape {
 
 /* Builds a shape from numpy-style dimensions, refusing what no image can be
  * (not 2-D or 3-D, empty, more channels than 4, sizes the kernels cannot
- * index, an unsupported dtype). */
+ * index, an unsupported dtype). Two channels pass here (a chroma plane);
+ * a GpuMat holds 1, 3 or 4 (fm_image_rule with FM_IMAGE_CHANNELS). */
 int fm_image_shape_make(int ndim, const int64_t *dims, int type_num, const char *argname,
                         fm_image_shape *out);
 
@@ -375,6 +376,9 @@ typedef struct fm_image_rule {
     int writable;
     int max_height;         /* > 0: taller images are refused */
 } fm_image_rule;
+
+/* What a GpuMat can hold: any dtype of the table, 1, 3 or 4 channels. */
+extern const fm_image_rule fm_gpumat_rule;
 
 /* Checks `shape` against `rule`: TypeError for a dtype, ValueError else. */
 int fm_image_rule_check(const fm_image_rule *rule, const fm_image_shape *shape,
@@ -547,5 +551,11 @@ extern PyMethodDef fm_mog2_base_methods_module[];
  * them, or NULL). */
 PyTypeObject *fm_mog2_make_type(PyObject *module, PyType_Spec *spec, PyTypeObject *base,
                                 const char *extra);
+
+/* ---- nv12.c, nv12_host.c: NV12/NV21 to BGR on the GPU and on the host ------ */
+
+extern PyMethodDef fm_nv12_methods[];
+extern PyMethodDef fm_nv12_host_methods[];
+
 
 #endif

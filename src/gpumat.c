@@ -8,6 +8,8 @@
 /* Rows start on 256-byte boundaries, as cudaMallocPitch would give. */
 #define FM_PITCH_ALIGN ((size_t)256)
 
+const fm_image_rule fm_gpumat_rule = {0, FM_IMAGE_CHANNELS};
+
 fm_GpuMat *fm_gpumat_check_open(fm_state *st, PyObject *obj, const char *argname)
 {
     if (!Py_IS_TYPE(obj, st->GpuMat_type)) {
@@ -111,7 +113,9 @@ static int parse_shape(PyObject *shape, PyObject *dtype, fm_image_shape *out)
         dims[i] = overflow ? (overflow > 0 ? INT64_MAX : INT64_MIN) : v;
     }
     Py_DECREF(seq);
-    return fm_image_shape_make((int)n, dims, type_num, "shape", out);
+    if (fm_image_shape_make((int)n, dims, type_num, "shape", out) < 0)
+        return -1;
+    return fm_image_rule_check(&fm_gpumat_rule, out, "shape");
 }
 
 static PyObject *GpuMat_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
@@ -199,7 +203,7 @@ static PyObject *GpuMat_from_array(PyTypeObject *type, PyObject *args, PyObject 
     if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|$OOO:from_array", kwlist,
                                      &array_arg, &stream_arg, &device_arg, &timer))
         return NULL;
-    if (fm_host_image_check(array_arg, "array", NULL, &src) < 0)
+    if (fm_host_image_check(array_arg, "array", &fm_gpumat_rule, &src) < 0)
         return NULL;
     fm_Stream *stream = fm_require_stream(st, stream_arg, -1);
     if (stream == NULL)

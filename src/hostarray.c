@@ -86,8 +86,8 @@ int fm_image_shape_make(int ndim, const int64_t *dims, int type_num, const char 
                      argname, (long long)h, (long long)w);
         return -1;
     }
-    if (c != 1 && c != 3 && c != 4) {
-        PyErr_Format(PyExc_ValueError, "%s must have 1, 3 or 4 channels, got %lld", argname,
+    if (c < 1 || c > 4) {
+        PyErr_Format(PyExc_ValueError, "%s must have 1 to 4 channels, got %lld", argname,
                      (long long)c);
         return -1;
     }

@@ -236,7 +236,7 @@ static PyObject *asgpumat(PyObject *module, PyObject *args, PyObject *kwargs)
     fm_Stream *stream = fm_require_stream(st, stream_arg, -1);
     if (stream == NULL || fm_device_enter(st, stream->device, &guard) < 0)
         return NULL;
-    fm_GpuMat *m = fm_as_device_image(st, obj, "obj", NULL, stream, NULL, NULL);
+    fm_GpuMat *m = fm_as_device_image(st, obj, "obj", &fm_gpumat_rule, stream, NULL, NULL);
     if (m != NULL && fm_device_buffer_use(st, m->buffer, stream, FM_USE_RELEASE_AFTER) < 0)
         Py_CLEAR(m);
     fm_device_exit(&guard);

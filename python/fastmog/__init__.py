@@ -19,11 +19,14 @@ from ._fastmog import (
     is_pinned,
     mem_get_info,
     memory_stats,
+    nv12_to_bgr,
+    nv21_to_bgr,
     pinned_empty,
     pinned_like,
     pinned_zeros,
 )
 from ._fastmog import active_timer, nvtx_enabled, set_nvtx
+from ._device_pointer import DevicePointer
 from ._diagnose import diagnose
 from ._timing import CallRecord, Timer, nvtx_range, profile
 from ._pipeline import pipeline
@@ -52,6 +55,7 @@ __all__ = [
     "profile",
     "set_nvtx",
     "CudaError",
+    "DevicePointer",
     "Event",
     "GpuMat",
     "Stream",
@@ -66,6 +70,8 @@ __all__ = [
     "is_pinned",
     "mem_get_info",
     "memory_stats",
+    "nv12_to_bgr",
+    "nv21_to_bgr",
     "pinned_empty",
     "pinned_like",
     "pinned_zeros",

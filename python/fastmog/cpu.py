@@ -1,6 +1,8 @@
-"""MOG2 on the host: the same per-pixel code as the GPU kernel, numpy in and
-numpy out, no streams. It is the reference the GPU is tested against and what
-the main job uses where no GPU is usable."""
+"""The host side of fastmog: the same per-pixel code as the GPU kernels,
+numpy in and numpy out, no streams. MOG2 here is the reference the GPU is
+tested against and what the main job uses where no GPU is usable; the NV12
+conversion is cv2.cvtColor's, bit for bit."""
+from . import _fastmog
 from ._fastmog import _CpuBackgroundSubtractorMOG2 as BackgroundSubtractorMOG2
 
 
@@ -9,4 +11,22 @@ def createBackgroundSubtractorMOG2(history=500, varThreshold=16.0, detectShadows
     return BackgroundSubtractorMOG2(history, varThreshold, detectShadows)
 
 
-__all__ = ["BackgroundSubtractorMOG2", "createBackgroundSubtractorMOG2"]
+def nv12_to_bgr(y, uv=None, /, *, out=None, rgb=False, matrix="bt601"):
+    """NV12 to BGR, equal to cv2.cvtColor(frame, cv2.COLOR_YUV2BGR_NV12).
+
+    `y` is the (H*3/2) x W uint8 frame cv2 takes when `uv` is None; otherwise
+    the H x W luma plane, and `uv` the chroma plane, (H/2) x (W/2) x 2 or
+    (H/2) x W interleaved U, V. Rows may be padded; H and W must be even.
+    Returns a new H x W x 3 uint8 array, or fills `out`. `rgb=True` gives
+    COLOR_YUV2RGB_NV12. `matrix`: "bt601" (video range, OpenCV's)."""
+    return _fastmog._cpu_nv12_to_bgr(y, uv, out=out, rgb=rgb, matrix=matrix)
+
+
+def nv21_to_bgr(y, uv=None, /, *, out=None, rgb=False, matrix="bt601"):
+    """As nv12_to_bgr for NV21 (chroma stored V, U):
+    cv2.cvtColor(frame, cv2.COLOR_YUV2BGR_NV21)."""
+    return _fastmog._cpu_nv21_to_bgr(y, uv, out=out, rgb=rgb, matrix=matrix)
+
+
+__all__ = ["BackgroundSubtractorMOG2", "createBackgroundSubtractorMOG2", "nv12_to_bgr",
+           "nv21_to_bgr"]

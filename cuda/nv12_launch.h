@@ -1,0 +1,39 @@
+/* The C boundary of cuda/nv12.cu: NV12/NV21 -> BGR/RGB on the GPU.
+ *
+ * Compiles as C. The launcher only queues work: it returns the launch's
+ * cudaError_t, takes the stream last, and never synchronizes, prints or
+ * exits. Matrix ids and flags are those of yuv_pixel.h. */
+#ifndef FASTMOG_CUDA_NV12_LAUNCH_H
+#define FASTMOG_CUDA_NV12_LAUNCH_H
+
+#include <cuda_runtime_api.h>
+
+/* For fm_image only; switch to the image header once launch.h is split. */
+#include "launch.h"
+#include "yuv_pixel.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/*
+ * Converts a W x H frame, equal bit for bit to cv2.cvtColor(COLOR_YUV2BGR_NV12)
+ * and, by `flags` (FM_YUV_RGB, FM_YUV_NV21), its RGB / NV21 siblings.
+ *   y:   W x H, 1 channel, elem_size 1 (the luma plane).
+ *   uv:  W/2 x H/2, 2 channels, elem_size 1 (interleaved chroma). It may lie
+ *        anywhere (after y in the same allocation or elsewhere), with its
+ *        own pitch.
+ *   out: W x H, 3 channels, elem_size 1; must not overlap y or uv.
+ *   matrix: an FM_YUV_MATRIX_* id (FM_YUV_MATRIX_BT601).
+ * W and H must be even and > 0, H / 2 at most 65535 * 8. Any pitch and
+ * alignment works; 4-byte aligned data and pitches take the faster path.
+ * Returns cudaErrorInvalidValue, queuing nothing, for anything else.
+ */
+cudaError_t fm_launch_nv12_to_bgr(fm_image y, fm_image uv, fm_image out,
+                                  int matrix, int flags, cudaStream_t stream);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif
