@@ -26,6 +26,8 @@ CLIPS = {
     "vtest_hevc.mkv": ("vtest", 120, "libx265", "matroska"),
     "traffic4k_h264.mp4": ("traffic4k", 24, "libx264", "mp4"),
     "traffic4k_hevc.mkv": ("traffic4k", 24, "libx265", "matroska"),
+    # wider than NVDEC's H.264 limit (4096): must be refused, naming codec and size
+    "wide_h264.mkv": ("wide", 3, "libx264", "matroska"),
 }
 DAMAGED = {
     # name: (clip it is made from, kind)
@@ -70,6 +72,39 @@ def traffic4k_frames(n):
         yield np.concatenate(rows, axis=0)
 
 
+def wide_frames(n):
+    """RGB 4160x64 frames: strips of vtest.avi side by side."""
+    for rgb in vtest_frames(n):
+        strip = rgb[256:320]
+        yield np.concatenate([strip] * 6, axis=1)[:, :4160]
+
+
+def ffmpeg_plane_hashes(path):
+    """SHA-256 of FFmpeg's decoded Y plane and interleaved UV plane (NV12
+    order) of every frame that decodes: the reference NVDEC output is checked
+    against on machines without PyAV."""
+    import hashlib
+
+    import av
+
+    ys, uvs = [], []
+    try:
+        with av.open(str(path)) as container:
+            for frame in container.decode(video=0):
+                w, h = frame.width, frame.height
+
+                def plane(i, rows, cols):
+                    p = frame.planes[i]
+                    return np.frombuffer(p, np.uint8).reshape(rows, p.line_size)[:, :cols]
+
+                uv = np.stack([plane(1, h // 2, w // 2), plane(2, h // 2, w // 2)], axis=-1)
+                ys.append(hashlib.sha256(np.ascontiguousarray(plane(0, h, w))).hexdigest())
+                uvs.append(hashlib.sha256(np.ascontiguousarray(uv)).hexdigest())
+    except av.error.FFmpegError:
+        pass                                 # a damaged clip: the frames before the damage
+    return ys, uvs
+
+
 def encode(path, frames, codec, container):
     import av
 
@@ -110,7 +145,7 @@ def main(argv=None):
     p.add_argument("out", nargs="?", type=pathlib.Path, default=ROOT / ".testdata" / "clips")
     args = p.parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
-    sources = {"vtest": vtest_frames, "traffic4k": traffic4k_frames}
+    sources = {"vtest": vtest_frames, "traffic4k": traffic4k_frames, "wide": wide_frames}
     manifest = {}
     for name, (source, n, codec, container) in CLIPS.items():
         frames, w, h = encode(args.out / name, sources[source](n), codec, container)
@@ -119,6 +154,8 @@ def main(argv=None):
     for name, (origin, kind) in DAMAGED.items():
         damage(args.out / origin, args.out / name, kind)
         manifest[name] = dict(manifest[origin], damaged=kind)
+    for name, entry in manifest.items():
+        entry["y_sha256"], entry["uv_sha256"] = ffmpeg_plane_hashes(args.out / name)
     (args.out / "clips.json").write_text(json.dumps(manifest, indent=1) + "\n")
     total = sum(f.stat().st_size for f in args.out.iterdir())
     for name in manifest:

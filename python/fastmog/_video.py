@@ -206,7 +206,8 @@ class _NvdecDecoder:
     name = "nvdec"
 
     def __init__(self, source, stream, device, open_timeout):
-        self.nvc, self.source = _import_nvc(), source
+        nvc = self.nvc = _import_nvc()
+        self.source = source
         try:
             self.demuxer = _open_interruptibly(lambda: nvc.CreateDemuxer(filename=source),
                                                open_timeout, source)
@@ -280,6 +281,10 @@ class _NvdecDecoder:
 
     @staticmethod
     def _planes(frame):
+        # Plane 0 is [H, W, 1], plane 1 [H/2, W/2, 2], both |u1 with lists for
+        # shape and strides. Their CAI "stream" is 2 (CAI: per-thread default
+        # stream) whenever the decoder has a stream, 0 otherwise: never the
+        # decoder's stream. The ordering comes from decoding on the caller's stream.
         planes = frame.cuda()
         return planes[0], planes[1]
 
