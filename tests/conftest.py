@@ -32,7 +32,8 @@ def find_test_data():
         return pathlib.Path(env)
     here = pathlib.Path(__file__).resolve().parent.parent
     for candidate in (here / ".testdata", here.parent / "shared" / "data"):
-        if candidate.is_dir():
+        # .testdata may hold only generated clips (benchmarks/make_clips.py)
+        if candidate.is_dir() and any(p.name != "clips" for p in candidate.iterdir()):
             return candidate
     return None
 

@@ -30,6 +30,7 @@ from ._device_pointer import DevicePointer
 from ._diagnose import diagnose
 from ._timing import CallRecord, Timer, nvtx_range, profile
 from ._pipeline import pipeline
+from ._video import DecodeError, VideoFrame, VideoReader
 from ._display import Image
 from . import cpu
 
@@ -46,8 +47,11 @@ __version__ = "0.1.0"
 __all__ = [
     "BackgroundSubtractorMOG2",
     "CallRecord",
+    "DecodeError",
     "Image",
     "Timer",
+    "VideoFrame",
+    "VideoReader",
     "active_timer",
     "nvtx_enabled",
     "nvtx_range",

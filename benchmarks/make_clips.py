@@ -1,0 +1,167 @@
+"""Encodes the short test clips of the video tests and benchmarks from real
+frames in the shared test data: H.264 and HEVC, in MP4 and Matroska, at
+vtest.avi's native 768x576 and at 4K (CDnet traffic frames tiled 12x9), plus
+a truncated and a corrupted copy. Needs PyAV (pip install av).
+
+    python benchmarks/make_clips.py [OUT_DIR]      # default .testdata/clips
+
+The clips stay under ~20 MB together, so they can travel to a GPU machine
+beside a wheel. The corrupted copies are made reproducibly (fixed seed).
+"""
+import argparse
+import json
+import os
+import pathlib
+import sys
+
+import numpy as np
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+
+# name: (source, frames, codec, container)
+CLIPS = {
+    "vtest_h264.mp4": ("vtest", 120, "libx264", "mp4"),
+    "vtest_h264.mkv": ("vtest", 120, "libx264", "matroska"),
+    "vtest_hevc.mp4": ("vtest", 120, "libx265", "mp4"),
+    "vtest_hevc.mkv": ("vtest", 120, "libx265", "matroska"),
+    "traffic4k_h264.mp4": ("traffic4k", 24, "libx264", "mp4"),
+    "traffic4k_hevc.mkv": ("traffic4k", 24, "libx265", "matroska"),
+    # wider than NVDEC's H.264 limit (4096): must be refused, naming codec and size
+    "wide_h264.mkv": ("wide", 3, "libx264", "matroska"),
+}
+DAMAGED = {
+    # name: (clip it is made from, kind)
+    "vtest_h264_truncated.mp4": ("vtest_h264.mp4", "truncated"),
+    "vtest_h264_corrupt.mkv": ("vtest_h264.mkv", "corrupt"),
+    "vtest_hevc_corrupt.mp4": ("vtest_hevc.mp4", "corrupt"),
+}
+
+
+def data_dir():
+    env = os.environ.get("FASTMOG_TEST_DATA")
+    for candidate in ([pathlib.Path(env)] if env else []) + [ROOT.parent / "shared" / "data"]:
+        if (candidate / "opencv_samples_video").is_dir():
+            return candidate
+    sys.exit("make_clips: test data not found: set FASTMOG_TEST_DATA or put it in ../shared/data")
+
+
+def vtest_frames(n):
+    """RGB frames of vtest.avi at its native 768x576."""
+    import av
+
+    with av.open(str(data_dir() / "opencv_samples_video" / "vtest.avi")) as src:
+        for i, frame in enumerate(src.decode(video=0)):
+            if i == n:
+                break
+            yield frame.to_ndarray(format="rgb24")
+
+
+def traffic4k_frames(n):
+    """RGB 3840x2160 frames: CDnet traffic (320x240) tiled 12 across, 9 down,
+    each tile a different frame of the sequence so the tiles do not repeat."""
+    import av
+
+    files = sorted((data_dir() / "cdnet_subset_traffic" / "input").glob("*.jpg"))
+    def rgb(path):
+        with av.open(str(path)) as f:
+            return next(f.decode(video=0)).to_ndarray(format="rgb24")
+    tiles = [rgb(p) for p in files]
+    for i in range(n):
+        rows = [np.concatenate([tiles[(i + r * 12 + c) % len(tiles)] for c in range(12)], axis=1)
+                for r in range(9)]
+        yield np.concatenate(rows, axis=0)
+
+
+def wide_frames(n):
+    """RGB 4160x64 frames: strips of vtest.avi side by side."""
+    for rgb in vtest_frames(n):
+        strip = rgb[256:320]
+        yield np.concatenate([strip] * 6, axis=1)[:, :4160]
+
+
+def ffmpeg_plane_hashes(path):
+    """SHA-256 of FFmpeg's decoded Y plane and interleaved UV plane (NV12
+    order) of every frame that decodes: the reference NVDEC output is checked
+    against on machines without PyAV."""
+    import hashlib
+
+    import av
+
+    ys, uvs = [], []
+    try:
+        with av.open(str(path)) as container:
+            for frame in container.decode(video=0):
+                w, h = frame.width, frame.height
+
+                def plane(i, rows, cols):
+                    p = frame.planes[i]
+                    return np.frombuffer(p, np.uint8).reshape(rows, p.line_size)[:, :cols]
+
+                uv = np.stack([plane(1, h // 2, w // 2), plane(2, h // 2, w // 2)], axis=-1)
+                ys.append(hashlib.sha256(np.ascontiguousarray(plane(0, h, w))).hexdigest())
+                uvs.append(hashlib.sha256(np.ascontiguousarray(uv)).hexdigest())
+    except av.error.FFmpegError:
+        pass                                 # a damaged clip: the frames before the damage
+    return ys, uvs
+
+
+def encode(path, frames, codec, container):
+    import av
+
+    frames = list(frames)
+    h, w = frames[0].shape[:2]
+    options = {"movflags": "+faststart"} if container == "mp4" else {}
+    with av.open(str(path), "w", format=container, options=options) as out:
+        stream = out.add_stream(codec, rate=25)
+        stream.width, stream.height, stream.pix_fmt = w, h, "yuv420p"
+        # a GOP of 30 with B-frames: the decoders must reorder
+        if codec == "libx264":
+            stream.options = {"crf": "26", "g": "30", "bf": "2", "preset": "medium"}
+        else:
+            stream.options = {"crf": "30", "g": "30", "preset": "fast",
+                              "x265-params": "log-level=error:bframes=2"}
+        for rgb in frames:
+            for packet in stream.encode(av.VideoFrame.from_ndarray(rgb, format="rgb24")):
+                out.mux(packet)
+        for packet in stream.encode(None):
+            out.mux(packet)
+    return len(frames), w, h
+
+
+def damage(src, dst, kind):
+    data = bytearray(src.read_bytes())
+    if kind == "truncated":
+        data = data[: int(len(data) * 0.6)]           # the moov is up front: frames go missing
+    else:
+        # random bytes over 8 % of the file from its middle: whole packets are lost
+        rng = np.random.default_rng(11)
+        start, size = int(len(data) * 0.5), int(len(data) * 0.08)
+        data[start:start + size] = rng.integers(0, 256, size, dtype=np.uint8).tobytes()
+    dst.write_bytes(bytes(data))
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("out", nargs="?", type=pathlib.Path, default=ROOT / ".testdata" / "clips")
+    args = p.parse_args(argv)
+    args.out.mkdir(parents=True, exist_ok=True)
+    sources = {"vtest": vtest_frames, "traffic4k": traffic4k_frames, "wide": wide_frames}
+    manifest = {}
+    for name, (source, n, codec, container) in CLIPS.items():
+        frames, w, h = encode(args.out / name, sources[source](n), codec, container)
+        manifest[name] = {"frames": frames, "width": w, "height": h,
+                          "codec": "h264" if codec == "libx264" else "hevc"}
+    for name, (origin, kind) in DAMAGED.items():
+        damage(args.out / origin, args.out / name, kind)
+        manifest[name] = dict(manifest[origin], damaged=kind)
+    for name, entry in manifest.items():
+        entry["y_sha256"], entry["uv_sha256"] = ffmpeg_plane_hashes(args.out / name)
+    (args.out / "clips.json").write_text(json.dumps(manifest, indent=1) + "\n")
+    total = sum(f.stat().st_size for f in args.out.iterdir())
+    for name in manifest:
+        print(f"{name:28s} {(args.out / name).stat().st_size / 1e6:6.2f} MB")
+    print(f"make_clips: {len(manifest)} clips, {total / 1e6:.1f} MB in {args.out}")
+
+
+if __name__ == "__main__":
+    main()

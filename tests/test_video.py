@@ -1,0 +1,375 @@
+"""fastmog.VideoReader: host decoding into a pinned ring (runs anywhere), NVDEC
+frames straight into MOG2 (GPU and PyNvVideoCodec), truncated and corrupt
+streams, interruptible opening, decode timing.
+
+The clips come from `python benchmarks/make_clips.py` (in .testdata/clips or
+$FASTMOG_CLIPS); tests that need them skip without them.
+
+NVDEC and the host decoder are compared apples with apples: NVDEC's luma is
+the video's Y plane, so the reference is FFmpeg's own decoded Y and UV planes
+(H.264 and HEVC decoding is bit-exact), not OpenCV's BGR turned grey.
+make_clips.py stores their SHA-256 per frame (read through PyAV), so the GPU
+machine needs no PyAV: NVDEC planes equal FFmpeg's when the hashes match, and
+masks from NVDEC frames applied on the GPU without a copy must equal the host
+reference's masks of the same planes (colour: NV12 -> BGR by OpenCV).
+"""
+import hashlib
+import json
+import os
+import pathlib
+import signal
+import threading
+import time
+
+import numpy as np
+import pytest
+
+import fastmog
+
+cv2 = pytest.importorskip("cv2")
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+GOOD = ["vtest_h264.mp4", "vtest_h264.mkv", "vtest_hevc.mp4", "vtest_hevc.mkv"]
+DAMAGED = ["vtest_h264_truncated.mp4", "vtest_h264_corrupt.mkv", "vtest_hevc_corrupt.mp4"]
+
+
+@pytest.fixture(scope="module")
+def clips():
+    path = pathlib.Path(os.environ.get("FASTMOG_CLIPS", ROOT / ".testdata" / "clips"))
+    if not (path / "clips.json").is_file():
+        pytest.skip(f"no test clips in {path}: run python benchmarks/make_clips.py")
+    return path
+
+
+def manifest(clips):
+    return json.loads((clips / "clips.json").read_text())
+
+
+def opencv_frames(path, grey=False):
+    cap = cv2.VideoCapture(str(path))
+    try:
+        while True:
+            ok, frame = cap.read()
+            if not ok:
+                return
+            yield cv2.cvtColor(frame, cv2.COLOR_BGR2GRAY) if grey else frame
+    finally:
+        cap.release()
+
+
+def sha256(array):
+    return hashlib.sha256(np.ascontiguousarray(array)).hexdigest()
+
+
+# ---- host decoding ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", GOOD)
+@pytest.mark.parametrize("grey", [False, True])
+def test_host_reader_gives_every_frame_in_order(clips, name, grey):
+    expected = list(opencv_frames(clips / name, grey))
+    with fastmog.VideoReader(clips / name, decode="cpu", grey=grey) as reader:
+        assert reader.backend == "cpu" and reader.fallback_reason
+        assert (reader.width, reader.height) == (768, 576)
+        assert reader.frame_count == manifest(clips)[name]["frames"] == len(expected)
+        pts = []
+        for frame, want in zip(reader, expected, strict=True):
+            assert not frame.on_device and frame.grey == grey
+            assert frame.host.shape == want.shape
+            np.testing.assert_array_equal(frame.host, want, err_msg=f"frame {frame.index}")
+            pts.append(frame.pts)
+    assert frame.index == len(expected) - 1
+    assert pts == sorted(pts) and pts[1] > pts[0]
+
+
+def test_host_ring_holds_depth_frames(clips):
+    depth = 3
+    reader = fastmog.VideoReader(clips / "vtest_h264.mp4", decode="cpu", depth=depth)
+    frames = [next(reader) for _ in range(2 * depth + 1)]
+    addresses = [f.host.ctypes.data for f in frames]
+    assert len(set(addresses)) == depth
+    assert all(addresses[i] == addresses[i + depth] for i in range(depth + 1))
+    # A frame is intact until depth more frames were read.
+    reference = list(opencv_frames(clips / "vtest_h264.mp4"))
+    kept = frames[-1]
+    for frame in [next(reader) for _ in range(depth - 1)]:
+        pass
+    np.testing.assert_array_equal(kept.host, reference[kept.index])
+    np.testing.assert_array_equal(frame.host, reference[frame.index])
+    # OpenCV decodes straight into the ring: no copy was needed.
+    assert reader._decoder.in_place and reader._decoder.copies == 0
+    reader.close()
+    reader.close()
+    assert reader.closed
+    with pytest.raises(ValueError, match="closed"):
+        next(reader)
+
+
+def test_host_ring_is_pinned_where_it_can_be(clips):
+    with fastmog.VideoReader(clips / "vtest_h264.mp4", decode="cpu") as reader:
+        frame = next(reader)
+        if fastmog.cuda_available():
+            assert reader.pinned is True and fastmog.is_pinned(frame.host)
+        else:
+            assert reader.pinned is False and reader._decoder.pinned_reason
+
+
+@pytest.mark.parametrize("name", DAMAGED)
+def test_broken_stream_stops_at_the_first_bad_frame(clips, name):
+    """Every good frame is delivered, then DecodeError names the frame index;
+    FFmpeg read through PyAV (independently) decodes the same number."""
+    reader = fastmog.VideoReader(clips / name, decode="cpu")
+    got = []
+    with pytest.raises(fastmog.DecodeError, match="truncated or corrupt") as info:
+        for frame in reader:
+            got.append(frame.index)
+    assert got == list(range(len(got)))
+    assert info.value.frame_index == len(got) < manifest(clips)[name]["frames"]
+    assert str(len(got)) in str(info.value)
+    assert len(got) == len(manifest(clips)[name]["y_sha256"])   # FFmpeg via PyAV
+
+
+def test_bad_arguments(clips, tmp_path):
+    clip = clips / "vtest_h264.mp4"
+    with pytest.raises(ValueError, match="decode"):
+        fastmog.VideoReader(clip, decode="gpu")
+    with pytest.raises(ValueError, match="depth"):
+        fastmog.VideoReader(clip, depth=0)
+    with pytest.raises(TypeError, match="stream"):
+        fastmog.VideoReader(clip, stream=7)
+    with pytest.raises(TypeError, match="timer"):
+        fastmog.VideoReader(clip, timer="t")
+    with pytest.raises(FileNotFoundError):
+        fastmog.VideoReader(tmp_path / "missing.mp4")
+    junk = tmp_path / "junk.mp4"
+    junk.write_bytes(b"not a video" * 100)
+    with pytest.raises(fastmog.DecodeError, match="cannot read video"):
+        fastmog.VideoReader(junk, decode="cpu")
+
+
+def nvdec_usable():
+    if not fastmog.cuda_available():
+        return False
+    try:
+        import PyNvVideoCodec  # noqa: F401
+    except Exception:
+        return False
+    return True
+
+
+def test_nvdec_missing_is_an_error_or_a_fallback(clips):
+    if nvdec_usable():
+        pytest.skip("NVDEC is usable here (the GPU tests cover it)")
+    with pytest.raises(fastmog.DecodeError) as info:
+        fastmog.VideoReader(clips / "vtest_h264.mp4", decode="nvdec")
+    reader = fastmog.VideoReader(clips / "vtest_h264.mp4")
+    assert reader.backend == "cpu"
+    assert reader.fallback_reason == str(info.value).splitlines()[0]
+    assert "\n" not in reader.fallback_reason
+
+
+@pytest.fixture
+def fifo(tmp_path):
+    path = tmp_path / "camera.fifo"
+    os.mkfifo(path)
+    yield path
+    # Release the open abandoned in its daemon thread: a writer appears, then EOF.
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_NONBLOCK)
+        os.close(fd)
+    except OSError:
+        pass
+
+
+def test_silent_source_times_out(fifo):
+    started = time.monotonic()
+    with pytest.raises(fastmog.DecodeError, match="no answer within 0.3 s"):
+        fastmog.VideoReader(fifo, decode="cpu", open_timeout=0.3)
+    assert time.monotonic() - started < 5
+
+
+@pytest.mark.skipif(threading.current_thread() is not threading.main_thread(),
+                    reason="signals reach only the main thread")
+def test_silent_source_open_stops_on_ctrl_c(fifo):
+    timer = threading.Timer(0.3, os.kill, (os.getpid(), signal.SIGINT))
+    started = time.monotonic()
+    timer.start()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            fastmog.VideoReader(fifo, decode="cpu")
+    finally:
+        timer.cancel()
+    assert time.monotonic() - started < 5
+
+
+# ---- decode timing ----------------------------------------------------------------
+
+
+class RecordingTimer(fastmog.Timer):
+    """Stands in for the C Timer's _host_call (see the report in issue 11)."""
+
+    def __init__(self, *args, **kwargs):
+        self.calls = []
+
+    def _host_call(self, name, start_ns, host_ns, shape):
+        self.calls.append((name, start_ns, host_ns, shape))
+
+
+@pytest.mark.parametrize("how", ["argument", "profile"])
+def test_each_decode_is_one_timed_call(clips, how):
+    timer = RecordingTimer()
+    before = time.perf_counter_ns()
+    if how == "argument":
+        with fastmog.VideoReader(clips / "vtest_hevc.mkv", decode="cpu", grey=True,
+                                 timer=timer) as reader:
+            n = sum(1 for _ in reader)
+    else:
+        with fastmog.profile(timer=timer), \
+                fastmog.VideoReader(clips / "vtest_hevc.mkv", decode="cpu") as reader:
+            n = sum(1 for _ in reader)
+    after = time.perf_counter_ns()
+    assert n == 120 and len(timer.calls) == n
+    channels = 1 if how == "argument" else 3
+    for name, start, host_ns, shape in timer.calls:
+        assert name == "VideoReader.decode" and shape == (576, 768, channels)
+        assert before <= start and 0 < host_ns and start + host_ns <= after
+    starts = [c[1] for c in timer.calls]
+    assert starts == sorted(starts)
+
+
+def test_reader_works_with_a_timer_lacking_host_calls(clips):
+    with fastmog.profile() as t, fastmog.VideoReader(clips / "vtest_h264.mp4",
+                                                      decode="cpu") as reader:
+        assert sum(1 for _ in reader) == 120
+    names = {r.name for r in t.records}
+    assert ("VideoReader.decode" in names) == hasattr(fastmog.Timer, "_host_call")
+
+
+def test_colour_device_frame_needs_nv12_to_bgr():
+    if hasattr(fastmog._fastmog, "nv12_to_bgr"):
+        pytest.skip("this build has nv12_to_bgr")
+    frame = fastmog.VideoFrame(0, 0.0, False, luma=object(), chroma=object())
+    with pytest.raises(RuntimeError, match="nv12_to_bgr"):
+        frame.as_input(None)
+
+
+# ---- NVDEC (GPU, PyNvVideoCodec) -----------------------------------------------------
+
+
+@pytest.fixture
+def nvdec(stream):
+    try:
+        import PyNvVideoCodec  # noqa: F401
+    except Exception as e:
+        pytest.skip(f"PyNvVideoCodec is not usable: {str(e).splitlines()[0] if str(e) else e!r}")
+    return stream
+
+
+def device_array(plane, stream):
+    """A decoded plane copied to the host, for comparison only."""
+    return fastmog.asgpumat(plane, stream=stream).download(stream=stream)
+
+
+def host_planes(frame, stream, info):
+    """The frame's NV12 planes on the host, checked equal to FFmpeg's."""
+    h, w = info["height"], info["width"]
+    y = device_array(frame.luma, stream).reshape(h, w)
+    uv = device_array(frame.chroma, stream).reshape(h // 2, w // 2, 2)
+    assert sha256(y) == info["y_sha256"][frame.index], f"luma of frame {frame.index}"
+    assert sha256(uv) == info["uv_sha256"][frame.index], f"chroma of frame {frame.index}"
+    return y, uv
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("name", GOOD + ["traffic4k_h264.mp4", "traffic4k_hevc.mkv"])
+def test_nvdec_planes_equal_ffmpeg_planes(clips, nvdec, name):
+    stream = nvdec
+    info = manifest(clips)[name]
+    with fastmog.VideoReader(clips / name, stream=stream, decode="nvdec", grey=True) as reader:
+        assert reader.backend == "nvdec" and reader.fallback_reason is None
+        assert (reader.width, reader.height) == (info["width"], info["height"])
+        n = 0
+        for frame in reader:
+            assert frame.on_device and frame.host is None and frame.index == n
+            host_planes(frame, stream, info)
+            n += 1
+    assert n == info["frames"] == len(info["y_sha256"])
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("name", ["vtest_h264.mp4", "vtest_hevc.mkv", "traffic4k_h264.mp4"])
+def test_nvdec_grey_masks_equal_host_decode_masks(clips, nvdec, name):
+    """NVDEC luma goes into apply as a view of the decoder's buffer (no copy),
+    and its masks equal those of the host reference fed FFmpeg's Y planes."""
+    stream, info = nvdec, manifest(clips)[name]
+    gpu = fastmog.BackgroundSubtractorMOG2()
+    host = fastmog.cpu.BackgroundSubtractorMOG2()
+    with fastmog.VideoReader(clips / name, stream=stream, decode="nvdec", grey=True) as reader:
+        for frame in reader:
+            image = frame.as_input(stream)
+            assert isinstance(image, fastmog.GpuMat)
+            assert image.shape == (info["height"], info["width"])
+            assert (image.__cuda_array_interface__["data"][0]
+                    == frame.luma.__cuda_array_interface__["data"][0])
+            mask = gpu.apply(image, stream=stream).download(stream=stream)
+            y, _ = host_planes(frame, stream, info)
+            bad = np.count_nonzero(mask != host.apply(y))
+            assert bad == 0, f"frame {frame.index}: {bad} mask pixels differ"
+    assert frame.index == info["frames"] - 1
+
+
+@pytest.mark.gpu
+def test_nvdec_colour_masks_equal_host_decode_masks(clips, nvdec):
+    if not hasattr(fastmog._fastmog, "nv12_to_bgr"):
+        pytest.skip("this build has no fastmog.nv12_to_bgr yet")
+    stream, name = nvdec, "vtest_h264.mkv"
+    info = manifest(clips)[name]
+    gpu = fastmog.BackgroundSubtractorMOG2()
+    host = fastmog.cpu.BackgroundSubtractorMOG2()
+    with fastmog.VideoReader(clips / name, stream=stream, decode="nvdec") as reader:
+        for frame in reader:
+            mask = gpu.apply(frame.as_input(stream), stream=stream).download(stream=stream)
+            y, uv = host_planes(frame, stream, info)
+            nv12 = np.concatenate([y, uv.reshape(uv.shape[0], -1)], axis=0)
+            bgr = cv2.cvtColor(nv12, cv2.COLOR_YUV2BGR_NV12)
+            bad = np.count_nonzero(mask != host.apply(bgr))
+            assert bad == 0, f"frame {frame.index}: {bad} mask pixels differ"
+
+
+@pytest.mark.gpu
+def test_auto_picks_nvdec_and_times_it(clips, nvdec):
+    timer = RecordingTimer()
+    with fastmog.VideoReader(clips / "vtest_h264.mp4", stream=nvdec, timer=timer) as reader:
+        assert reader.backend == "nvdec" and reader.fallback_reason is None
+        n = sum(1 for _ in reader)
+    assert n == 120 and len(timer.calls) == n
+    assert {c[3] for c in timer.calls} == {(576, 768, 1)}
+    # Without a stream, auto cannot order NVDEC's output: it says so and uses the host.
+    reader = fastmog.VideoReader(clips / "vtest_h264.mp4")
+    assert reader.backend == "cpu" and "stream=" in reader.fallback_reason
+    with pytest.raises(TypeError, match="stream="):
+        fastmog.VideoReader(clips / "vtest_h264.mp4", decode="nvdec")
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("name", DAMAGED)
+def test_nvdec_broken_stream_stops_with_the_index(clips, nvdec, name):
+    reader = fastmog.VideoReader(clips / name, stream=nvdec, decode="nvdec", grey=True)
+    got = []
+    with pytest.raises(fastmog.DecodeError, match="truncated or corrupt") as info:
+        for frame in reader:
+            got.append(frame.index)
+    assert got == list(range(len(got)))
+    assert info.value.frame_index == len(got) < manifest(clips)[name]["frames"]
+
+
+@pytest.mark.gpu
+def test_nvdec_refuses_a_size_it_cannot_decode(clips, nvdec):
+    """H.264 wider than NVDEC's 4096: decode='nvdec' names codec and size;
+    auto falls back to the host with that reason."""
+    path = clips / "wide_h264.mkv"
+    with pytest.raises(fastmog.DecodeError, match=r"(?i)h264.*4160x64"):
+        fastmog.VideoReader(path, stream=nvdec, decode="nvdec")
+    reader = fastmog.VideoReader(path, stream=nvdec)
+    assert reader.backend == "cpu" and "4160x64" in reader.fallback_reason
+    assert sum(1 for _ in reader) == 3
