@@ -288,6 +288,8 @@ struct fm_Timer {
      * the host time then; GPU start times are measured from it. */
     cudaEvent_t epoch[FM_MAX_DEVICES];
     int64_t epoch_host_ns[FM_MAX_DEVICES];
+    PyObject *names;            /* names of host calls recorded from Python: a
+                                   set that keeps their text alive; or NULL */
 };
 
 extern PyType_Spec fm_timer_spec;

@@ -364,6 +364,40 @@ static PyObject *Timer_reset(PyObject *op, PyObject *Py_UNUSED(ignored))
     Py_RETURN_NONE;
 }
 
+PyDoc_STRVAR(Timer_host_call_doc,
+"_host_call($self, name, start_ns, host_ns, shape, /)\n--\n\n"
+"Records a host-only call made in Python (a decoder's frame), inside the\n"
+"innermost open call: start and duration in perf_counter_ns() nanoseconds,\n"
+"shape (H, W, C).");
+
+static PyObject *Timer_host_call(PyObject *op, PyObject *args)
+{
+    fm_Timer *t = (fm_Timer *)op;
+    PyObject *name;
+    long long start_ns, host_ns;
+    int h, w, c;
+    if (!PyArg_ParseTuple(args, "ULL(iii):_host_call", &name, &start_ns, &host_ns, &h, &w, &c))
+        return NULL;
+    /* Records hold plain C names; the set keeps each name's text alive. */
+    if (t->names == NULL && (t->names = PySet_New(NULL)) == NULL)
+        return NULL;
+    const char *text = PyUnicode_AsUTF8(name);
+    if (text == NULL || PySet_Add(t->names, name) < 0)
+        return NULL;
+    fm_call call;
+    if (fm_call_begin(t->st, &call, text, NULL, op, NULL, h, w, c) < 0)
+        return NULL;
+    if (call.nvtx)
+        fm_nvtx_pop(t->st);  /* the caller has its own range */
+    call.nvtx = 0;
+    fm_record *r = &t->records[call.record];
+    r->host_start_ns = start_ns;
+    t->open = r->parent;
+    r->host_ns = host_ns;
+    Py_DECREF(call.timer);
+    Py_RETURN_NONE;
+}
+
 static PyObject *Timer_get_sync(PyObject *op, void *Py_UNUSED(closure))
 {
     return PyBool_FromLong(((fm_Timer *)op)->sync);
@@ -394,6 +428,7 @@ static void Timer_dealloc(PyObject *op)
     PyTypeObject *tp = Py_TYPE(op);
     PyObject_GC_UnTrack(op);
     drop_records(t);
+    Py_CLEAR(t->names);
     PyMem_Free(t->records);
     for (int d = 0; d < FM_MAX_DEVICES; d++) {
         for (size_t i = 0; i < t->events[d].n; i++)
@@ -406,6 +441,7 @@ static void Timer_dealloc(PyObject *op)
 
 static int Timer_traverse(PyObject *op, visitproc visit, void *arg)
 {
+    Py_VISIT(((fm_Timer *)op)->names);
     Py_VISIT(Py_TYPE(op));
     return 0;
 }
@@ -413,6 +449,7 @@ static int Timer_traverse(PyObject *op, visitproc visit, void *arg)
 static PyMethodDef Timer_methods[] = {
     {"_raw_records", Timer_raw_records, METH_NOARGS, Timer_records_doc},
     {"reset", Timer_reset, METH_NOARGS, Timer_reset_doc},
+    {"_host_call", Timer_host_call, METH_VARARGS, Timer_host_call_doc},
     {NULL, NULL, 0, NULL},
 };
 
