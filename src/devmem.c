@@ -270,11 +270,7 @@ static int DeviceBuffer_clear(PyObject *op)
 
 static void DeviceBuffer_dealloc(PyObject *op)
 {
-    PyTypeObject *tp = Py_TYPE(op);
-    PyObject_GC_UnTrack(op);
-    DeviceBuffer_clear(op);
-    tp->tp_free(op);
-    Py_DECREF(tp);
+    fm_gc_dealloc(op, DeviceBuffer_clear);
 }
 
 static PyObject *DeviceBuffer_repr(PyObject *op)

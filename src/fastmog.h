@@ -107,6 +107,17 @@ static inline fm_state *fm_state_of(PyObject *self)
     return fm_state_of_type(Py_TYPE(self));
 }
 
+/* The dealloc of a GC-tracked heap type whose `release` frees everything the
+ * object owns: untrack, release, free, then drop the type. */
+static inline void fm_gc_dealloc(PyObject *op, int (*release)(PyObject *))
+{
+    PyTypeObject *tp = Py_TYPE(op);
+    PyObject_GC_UnTrack(op);
+    (void)release(op);
+    tp->tp_free(op);
+    Py_DECREF(tp);
+}
+
 /* ---- errors.c ---------------------------------------------------------- */
 
 /* Dealloc functions may run while an exception is set; they keep it. */

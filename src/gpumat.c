@@ -570,11 +570,7 @@ static int GpuMat_clear(PyObject *op)
 
 static void GpuMat_dealloc(PyObject *op)
 {
-    PyTypeObject *tp = Py_TYPE(op);
-    PyObject_GC_UnTrack(op);
-    GpuMat_clear(op);
-    tp->tp_free(op);
-    Py_DECREF(tp);
+    fm_gc_dealloc(op, GpuMat_clear);
 }
 
 /* ---- attributes -------------------------------------------------------- */

@@ -336,15 +336,6 @@ static int MOG2_clear(PyObject *op)
     return 0;
 }
 
-static void MOG2_dealloc(PyObject *op)
-{
-    PyTypeObject *tp = Py_TYPE(op);
-    PyObject_GC_UnTrack(op);
-    fm_mog2_base_fini((fm_MOG2Base *)op);
-    tp->tp_free(op);
-    Py_DECREF(tp);
-}
-
 static PyMethodDef MOG2_methods[] = {
     {"apply", (PyCFunction)(void (*)(void))MOG2_apply, METH_VARARGS | METH_KEYWORDS,
      MOG2_apply_doc},
@@ -371,7 +362,7 @@ PyDoc_STRVAR(MOG2_doc,
 
 static PyType_Slot MOG2_slots[] = {
     {Py_tp_new, MOG2_new},
-    {Py_tp_dealloc, MOG2_dealloc},
+    {Py_tp_dealloc, fm_mog2_dealloc},
     {Py_tp_traverse, MOG2_traverse},
     {Py_tp_clear, MOG2_clear},
     {Py_tp_repr, MOG2_repr},

@@ -378,6 +378,17 @@ int fm_mog2_base_init(fm_MOG2Base *self, PyObject *args, PyObject *kwargs,
     return 0;
 }
 
+static int base_release(PyObject *op)
+{
+    fm_mog2_base_fini((fm_MOG2Base *)op);
+    return 0;
+}
+
+void fm_mog2_dealloc(PyObject *op)
+{
+    fm_gc_dealloc(op, base_release);
+}
+
 void fm_mog2_base_fini(fm_MOG2Base *self)
 {
     if (self->release != NULL)

@@ -54,8 +54,9 @@ extern PyType_Spec fm_mog2_base_spec;
  * NULL, else device= is refused. */
 int fm_mog2_base_init(fm_MOG2Base *self, PyObject *args, PyObject *kwargs,
                       const char *type_name, PyObject **device, fm_mog2_release_fn release);
-/* Frees the model and the lock (dealloc). */
+/* Frees the model and the lock; fm_mog2_dealloc is both types' tp_dealloc. */
 void fm_mog2_base_fini(fm_MOG2Base *self);
+void fm_mog2_dealloc(PyObject *op);
 
 /* Takes the lock (waiting with the GIL released) and checks the subtractor
  * is open; on failure the lock is not held and an exception is set. */

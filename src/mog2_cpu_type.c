@@ -171,15 +171,6 @@ static int MOG2Cpu_traverse(PyObject *op, visitproc visit, void *arg)
     return 0;
 }
 
-static void MOG2Cpu_dealloc(PyObject *op)
-{
-    PyTypeObject *tp = Py_TYPE(op);
-    PyObject_GC_UnTrack(op);
-    fm_mog2_base_fini((fm_MOG2Base *)op);
-    tp->tp_free(op);
-    Py_DECREF(tp);
-}
-
 static PyMethodDef MOG2Cpu_methods[] = {
     {"apply", (PyCFunction)(void (*)(void))MOG2Cpu_apply, METH_VARARGS | METH_KEYWORDS,
      MOG2Cpu_apply_doc},
@@ -196,7 +187,7 @@ PyDoc_STRVAR(MOG2Cpu_doc,
 
 static PyType_Slot MOG2Cpu_slots[] = {
     {Py_tp_new, MOG2Cpu_new},
-    {Py_tp_dealloc, MOG2Cpu_dealloc},
+    {Py_tp_dealloc, fm_mog2_dealloc},
     {Py_tp_traverse, MOG2Cpu_traverse},
     {Py_tp_methods, MOG2Cpu_methods},
     {Py_tp_doc, (void *)MOG2Cpu_doc},
