@@ -52,6 +52,9 @@ int fm_mog2_cpu_apply(const fm_mog2_params *p, const fm_mog2_rates *r,
 {
     if (!params_ok(p, m) || frame == NULL || mask == NULL)
         return FM_MOG2_EINVAL;
+    /* Pixels are independent: rows run on all cores, each with the exact
+     * per-pixel code, so the result does not depend on the thread count. */
+#pragma omp parallel for schedule(static)
     for (int y = 0; y < m->height; ++y) {
         const void *row = (const unsigned char *)frame + (size_t)y * frame_pitch;
         const unsigned char *kfg = known_fg != NULL ? known_fg + (size_t)y * known_fg_pitch : NULL;
@@ -81,6 +84,7 @@ int fm_mog2_cpu_background(const fm_mog2_params *p, const fm_mog2_model *m,
     float v[FM_MOG2_MAX_CHANNELS];
     if (!params_ok(p, m) || out == NULL)
         return FM_MOG2_EINVAL;
+#pragma omp parallel for schedule(static) private(v)
     for (int y = 0; y < m->height; ++y) {
         unsigned char *row = (unsigned char *)out + (size_t)y * out_pitch;
         for (int x = 0; x < m->width; ++x) {

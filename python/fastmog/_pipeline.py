@@ -14,7 +14,6 @@ from . import _fastmog
 
 class _Slot:
     def __init__(self, shape, dtype, device):
-        self.host_frame = None       # pinned staging copy, made on demand
         self.frame = _fastmog.GpuMat(shape, dtype, device=device)
         self.mask = _fastmog.GpuMat(shape[:2], np.uint8, device=device)
         self.host_mask = _fastmog.pinned_empty(shape[:2], np.uint8)
@@ -35,7 +34,8 @@ def pipeline(subtractor, frames, *, streams, depth=3, learning_rate=-1.0, copy=F
 
     streams: three fastmog.Stream objects (upload, compute, download) on the
     subtractor's device; fastmog creates none. Pinned frames are uploaded
-    directly; pageable ones are first copied into a pinned ring buffer.
+    directly; pageable ones are first copied (by several threads) into pooled
+    pinned memory.
     The yielded mask is a pinned ring buffer, valid until the next mask is
     taken; pass copy=True for arrays of your own. A pinned frame is read
     asynchronously: leave it unchanged until its mask has come back.
@@ -62,14 +62,11 @@ def pipeline(subtractor, frames, *, streams, depth=3, learning_rate=-1.0, copy=F
             if slot.busy:
                 # the ring is full: hand out the oldest mask to free its slot
                 yield _take(pending.pop(0), copy, timer)
-            source = frame
-            if not _fastmog.is_pinned(frame):
-                if slot.host_frame is None:
-                    slot.host_frame = _fastmog.pinned_empty(shape, dtype)
-                slot.host_frame[...] = frame
-                source = slot.host_frame
+            # A pageable frame is staged by upload itself: copied into pooled
+            # pinned memory by several threads, then sent while the next
+            # frame is read.
             up.wait(slot.applied, timer=timer)             # the kernel no longer reads it
-            slot.frame.upload(source, stream=up, timer=timer)
+            slot.frame.upload(frame, stream=up, timer=timer)
             up.record(slot.uploaded)
             compute.wait(slot.uploaded, timer=timer)
             compute.wait(slot.downloaded, timer=timer)     # the mask buffer is free
