@@ -4,12 +4,15 @@ build_ext compiles every cuda/*.cu with nvcc into an object file and links
 those objects, with the static CUDA runtime, into fastmog._fastmog.
 
 Environment:
-  CUDA_HOME / CUDA_PATH   toolkit root (else nvcc on PATH, else /usr/local/cuda)
+  CUDA_HOME / CUDA_PATH   toolkit root (else nvcc on PATH, else /usr/local/cuda,
+                          else NVIDIA's PyPI wheels that build_backend.py adds
+                          to the build requirements where no toolkit is found)
+  FASTMOG_NVCC            "pip": build with those wheels even where a toolkit is
+                          installed (see build_backend.py)
   FASTMOG_CUDA_ARCH       semicolon-separated SM numbers to build cubins for,
                           e.g. "90" or "80;90"; PTX is embedded for the last.
 """
 import os
-import shutil
 import subprocess
 import sys
 from glob import glob
@@ -18,23 +21,29 @@ import numpy
 from setuptools import Extension, setup
 from setuptools.command.build_ext import build_ext
 
+# The nvcc search is shared with the build backend, which sits beside this file.
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import build_backend  # noqa: E402
+
 # Data-centre and desktop GPUs that CUDA 13 supports (Turing onwards).
 DEFAULT_ARCHS = "75;80;86;89;90;100;120"
 
 
 def find_cuda_home():
-    for var in ("CUDA_HOME", "CUDA_PATH"):
-        root = os.environ.get(var)
-        if root and os.path.isfile(os.path.join(root, "bin", "nvcc")):
-            return root
-    nvcc = shutil.which("nvcc")
-    if nvcc:
-        return os.path.dirname(os.path.dirname(os.path.realpath(nvcc)))
-    if os.path.isfile("/usr/local/cuda/bin/nvcc"):
-        return "/usr/local/cuda"
+    root = build_backend.find_cuda_home()
+    if root:
+        return root
+    if build_backend.nvcc_mode() == "pip":
+        sys.exit(
+            "error: FASTMOG_NVCC=pip, but NVIDIA's CUDA wheels are not installed in the\n"
+            "build environment. Build with pip's build isolation (the default), or\n"
+            f"pip install \"{build_backend.PIP_CUDA}\" first."
+        )
     sys.exit(
-        "error: fastmog needs the CUDA Toolkit to build, and nvcc was not found.\n"
-        "Install the toolkit (https://developer.nvidia.com/cuda-downloads) and set\n"
+        "error: fastmog needs nvcc to build, and found neither a CUDA Toolkit nor\n"
+        "NVIDIA's CUDA wheels. `pip install .` fetches the wheels by itself; with\n"
+        f"--no-build-isolation, pip install \"{build_backend.PIP_CUDA}\" first, or\n"
+        "install the toolkit (https://developer.nvidia.com/cuda-downloads) and set\n"
         "CUDA_HOME to its root, or put nvcc on PATH."
     )
 
@@ -53,6 +62,7 @@ class BuildExtWithNvcc(build_ext):
 
     def build_extensions(self):
         cuda_home = find_cuda_home()
+        print(f"fastmog: compiling CUDA with {cuda_home}", flush=True)
         nvcc = os.path.join(cuda_home, "bin", "nvcc")
         include = os.path.join(cuda_home, "include")
         lib_dirs = [d for d in (os.path.join(cuda_home, "lib64"),

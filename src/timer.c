@@ -455,7 +455,7 @@ static PyMethodDef Timer_methods[] = {
 
 static PyGetSetDef Timer_getset[] = {
     {"sync", Timer_get_sync, Timer_set_sync,
-     "Sync mode: each call waits for its own stream before returning.", NULL},
+     "Whether each call waits for its own stream before returning (sync mode).", NULL},
     {"nvtx", Timer_get_nvtx, NULL, "Whether timed calls also emit NVTX ranges.", NULL},
     {"call_count", Timer_len, NULL, "Calls recorded so far.", NULL},
     {NULL, NULL, NULL, NULL, NULL},

@@ -13,7 +13,7 @@ import pytest
 try:
     import pytest_benchmark  # noqa: F401
 except ImportError:  # pragma: no cover - the plugin stays inactive
-    pytest_benchmark = None
+    pytest_benchmark = None  # type: ignore[assignment]
 
 _RESULTS_KEY = "fastmog_gpu_benchmarks"
 
