@@ -188,6 +188,14 @@ def test_short_video_says_how_much_was_read_and_exits_3(tmp_path):
     assert all(l.startswith("fastmog: ") for l in r.stderr.splitlines()), r.stderr
 
 
+def test_repeated_frames_stored_as_empty_chunks_are_not_short_input(data_dir):
+    """tree.avi announces 444 frames and decodes 68 (the others repeat their
+    predecessor as empty chunks): the stream reaches its end, so exit 0."""
+    r = run(data_dir / "opencv_samples_video" / "tree.avi", "--cpu")
+    assert r.returncode == 0, r.stderr
+    assert "processed 68 frames" in r.stdout
+
+
 def test_progress_lines_on_a_terminal(tmp_path):
     """Rendering and processing each draw a progress line when stderr is a
     terminal; the report stays on stdout."""
