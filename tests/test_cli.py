@@ -414,3 +414,17 @@ def test_gpu_main_job_profile_and_parity(data_dir, tmp_path):
 def test_gpu_device_that_does_not_exist():
     line = one_error_line(run("--size", "64x48", "--frames", "2", "--device", "99"))
     assert "--device 99 does not exist" in line
+
+
+@pytest.mark.gpu
+def test_gpu_decoder_choice_is_said(data_dir, tmp_path):
+    """vtest.avi is MS-MPEG4 v3, which NVDEC cannot decode: auto falls back to
+    the CPU and says why; nvdec is refused in one line."""
+    if getattr(fastmog, "VideoReader", None) is None:
+        pytest.skip("this build has no fastmog.VideoReader")
+    video = data_dir / "opencv_samples_video" / "vtest.avi"
+    r = run(video, "--frames", "20", "--out", tmp_path / "m.mkv")
+    assert r.returncode == 0, r.stderr
+    line = [l for l in r.stdout.splitlines() if "decoding" in l][0]
+    assert line.startswith("fastmog: decoding on the CPU (") and line.endswith(")")
+    assert "nvdec" in one_error_line(run(video, "--decode", "nvdec", "--frames", "2")).lower()
