@@ -428,3 +428,17 @@ def test_gpu_decoder_choice_is_said(data_dir, tmp_path):
     line = [l for l in r.stdout.splitlines() if "decoding" in l][0]
     assert line.startswith("fastmog: decoding on the CPU (") and line.endswith(")")
     assert "nvdec" in one_error_line(run(video, "--decode", "nvdec", "--frames", "2")).lower()
+
+
+def test_factories_take_their_defaults_from_the_table():
+    import inspect
+
+    table = {p["name"]: p["default"] for p in fastmog._fastmog._mog2_parameters()}
+    for factory in (fastmog.createBackgroundSubtractorMOG2,
+                    fastmog.cpu.createBackgroundSubtractorMOG2):
+        params = inspect.signature(factory).parameters
+        assert [params[n].default for n in ("history", "varThreshold", "detectShadows")] == \
+            [table["history"], table["var_threshold"], table["detect_shadows"]]
+    sub = fastmog.cpu.createBackgroundSubtractorMOG2()
+    assert (sub.history, sub.var_threshold, sub.detect_shadows) == \
+        (table["history"], table["var_threshold"], table["detect_shadows"])
