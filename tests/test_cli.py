@@ -1,6 +1,8 @@
-"""The main job, `python -m fastmog`, as a user runs it."""
+"""The main job, `python -m fastmog`, as a user runs it: inputs, outputs,
+the report, options generated from the parameter table, the decoder wiring."""
+import math
 import os
-import pathlib
+import pty
 import signal
 import subprocess
 import sys
@@ -10,30 +12,33 @@ import numpy as np
 import pytest
 
 import fastmog
+from cli_helpers import one_error_line, run, write_cdnet
 from conftest import GPU_OK
 
 cv2 = pytest.importorskip("cv2")
 
 
-def run(*args, timeout=300, cwd=None):
-    return subprocess.run([sys.executable, "-m", "fastmog", *map(str, args)],
-                          capture_output=True, text=True, timeout=timeout, cwd=cwd)
-
-
-def one_error_line(result):
-    lines = [l for l in result.stderr.splitlines() if l.startswith("fastmog: error:")]
-    assert result.returncode != 0
-    assert len(lines) == 1, result.stderr
-    assert "Traceback" not in result.stderr
-    return lines[0]
+def read_video(path):
+    cap = cv2.VideoCapture(str(path))
+    frames = []
+    while True:
+        ok, frame = cap.read()
+        if not ok:
+            break
+        frames.append(frame)
+    fps = cap.get(cv2.CAP_PROP_FPS)
+    cap.release()
+    return frames, fps
 
 
 def test_default_run_on_the_builtin_scene(tmp_path):
-    # the README's command, shortened on the host by default
+    # the README's command, shortened
     r = run("--frames", "12", "--size", "640x360", "--preview", tmp_path / "p.png",
             "--out", tmp_path / "masks")
     assert r.returncode == 0, r.stderr
     assert "frames/s" in r.stdout and "megapixels/s" in r.stdout
+    # rendering is reported on its own line, apart from the processing time
+    assert "rendered the built-in scene in" in r.stdout
     assert len(list((tmp_path / "masks").glob("mask_*.png"))) == 12
     preview = cv2.imread(str(tmp_path / "p.png"))
     assert preview.shape == (360, 3 * 640, 3)
@@ -43,85 +48,178 @@ def test_default_run_on_the_builtin_scene(tmp_path):
         assert "running the host reference" in r.stderr
 
 
-def test_no_arguments_runs(tmp_path):
-    """The exact README command: on a machine without a GPU the host default
-    is short (20 frames of 4K grey)."""
+def test_no_arguments_runs():
+    """The exact README command: without a GPU the host default is short
+    (10 frames of 4K grey)."""
     r = run(timeout=600)
     assert r.returncode == 0, r.stderr
     assert "built-in scene, 3840x2160 grey" in r.stdout
+    if not GPU_OK:
+        assert "processed 10 frames" in r.stdout
 
 
-def test_ground_truth_matches_the_host_reference(data_dir, tmp_path):
-    seq = data_dir / "cdnet_subset_traffic"
-    r = run(seq / "input", "--ground-truth", seq, "--cpu")
-    assert r.returncode == 0, r.stderr
+def host_reference_score(seq, frames):
     from fastmog.scoring import GroundTruth, frame_number_of
 
     sub = fastmog.cpu.BackgroundSubtractorMOG2()
     truth = GroundTruth(seq, lambda p: cv2.imread(str(p), cv2.IMREAD_GRAYSCALE))
-    for f in sorted((seq / "input").iterdir()):
+    for f in sorted((seq / "input").iterdir())[:frames]:
         truth.add(frame_number_of(f), sub.apply(cv2.imread(str(f), cv2.IMREAD_COLOR)))
-    assert f"F-measure {truth.score.f_measure:.4f}" in r.stdout
+    return truth.score
 
 
-def test_video_in_video_out(data_dir, tmp_path):
-    out = tmp_path / "masks.avi"
-    r = run(data_dir / "opencv_samples_video" / "tree.avi", "--out", out, "--frames", "30")
+@pytest.mark.parametrize("form", ["input_and_ground_truth", "cdnet_folder"])
+def test_ground_truth_matches_the_host_reference(data_dir, form):
+    seq = data_dir / "cdnet_subset_traffic"
+    args = (seq / "input", "--ground-truth", seq) if form == "input_and_ground_truth" else (seq,)
+    r = run(*args, "--cpu", "--frames", "40")
     assert r.returncode == 0, r.stderr
-    cap = cv2.VideoCapture(str(out))
-    n = 0
-    while cap.read()[0]:
-        n += 1
-    assert n == 30
+    score = host_reference_score(seq, 40)
+    assert score.frames == 40
+    assert f"F-measure {score.f_measure:.4f} over 40 frames" in r.stdout
+    if form == "cdnet_folder":
+        # recognised and said so; ROI.bmp / ROI.jpg beside input/ are not frames
+        assert "is a CDnet sequence: frames from input/" in r.stdout
+        assert "processed 40 frames" in r.stdout
 
 
-@pytest.mark.parametrize("case", ["missing", "unreadable", "empty_dir", "changing_size",
-                                  "unwritable_out", "bad_option", "bad_parameter", "no_cv2_dir"])
-def test_user_errors_give_one_line(tmp_path, case):
-    if case == "missing":
-        line = one_error_line(run(tmp_path / "nope.mp4"))
-        assert "no such file" in line
-    elif case == "unreadable":
-        bad = tmp_path / "broken.avi"
-        bad.write_bytes(b"not a video at all" * 100)
-        line = one_error_line(run(bad))
-        assert "cannot read video" in line
-    elif case == "empty_dir":
-        (tmp_path / "frames").mkdir()
-        (tmp_path / "frames" / "notes.txt").write_text("x")
-        line = one_error_line(run(tmp_path / "frames"))
-        assert "holds no frames" in line
-    elif case == "changing_size":
-        d = tmp_path / "frames"
-        d.mkdir()
-        cv2.imwrite(str(d / "in000001.png"), np.full((20, 30), 9, np.uint8))
-        cv2.imwrite(str(d / "in000002.png"), np.full((21, 30), 9, np.uint8))
-        line = one_error_line(run(d))
-        assert "one size" in line
-    elif case == "unwritable_out":
-        blocker = tmp_path / "file"
-        blocker.write_text("x")
-        line = one_error_line(run("--size", "64x64", "--frames", "2", "--out", blocker / "masks"))
-        assert "cannot write" in line
-    elif case == "bad_option":
-        line = one_error_line(run("--size", "huge"))
-        assert "--size" in line
-    elif case == "bad_parameter":
-        line = one_error_line(run("--size", "64x64", "--n-mixtures", "12"))
-        assert "n_mixtures" in line
-    elif case == "no_cv2_dir":
-        # with OpenCV hidden, reading files says what to install
-        shim = tmp_path / "shim"
-        shim.mkdir()
-        (shim / "cv2.py").write_text("raise ImportError('hidden for the test')\n")
-        env = dict(os.environ, PYTHONPATH=str(shim) + os.pathsep + os.environ.get("PYTHONPATH", ""))
-        d = tmp_path / "frames"
-        d.mkdir()
-        (d / "a.png").write_bytes(b"")
-        r = subprocess.run([sys.executable, "-m", "fastmog", str(d)], capture_output=True,
-                           text=True, env=env)
-        line = one_error_line(r)
-        assert "pip install opencv-python-headless" in line
+def test_roi_file_in_a_frame_folder_is_not_a_frame(tmp_path):
+    seq = write_cdnet(tmp_path / "seq", n=3)
+    for f in (seq / "input").iterdir():
+        (tmp_path / "frames").mkdir(exist_ok=True)
+        (tmp_path / "frames" / f.name).write_bytes(f.read_bytes())
+    (tmp_path / "frames" / "ROI.bmp").write_bytes((seq / "ROI.bmp").read_bytes())
+    r = run(tmp_path / "frames", "--cpu")
+    assert r.returncode == 0, r.stderr
+    assert "(3 frames)" in r.stdout and "processed 3 frames" in r.stdout
+
+
+@pytest.mark.parametrize("suffix", [".mkv", ".avi"])
+def test_mask_video_is_lossless_at_the_source_frame_rate(data_dir, tmp_path, suffix):
+    video = data_dir / "opencv_samples_video" / "tree.avi"
+    out = tmp_path / f"masks{suffix}"
+    r = run(video, "--out", out, "--frames", "30", "--cpu")
+    assert r.returncode == 0, r.stderr
+    assert "(read back: exact)" in r.stdout
+    frames, fps = read_video(out)
+    source_fps = cv2.VideoCapture(str(video)).get(cv2.CAP_PROP_FPS)
+    assert fps == pytest.approx(source_fps, rel=1e-3) and abs(fps - 25.0) > 1
+    # the very masks the host reference computes, no value lost
+    sub = fastmog.cpu.BackgroundSubtractorMOG2()
+    cap = cv2.VideoCapture(str(video))
+    assert len(frames) == 30
+    for written in frames:
+        expected = sub.apply(cap.read()[1])
+        for c in range(3):
+            np.testing.assert_array_equal(written[..., c], expected)
+    values = set(np.unique(np.array(frames)))
+    assert values <= {0, 127, 255} and {0, 255} <= values
+
+
+def test_fps_option_sets_the_mask_video_rate(tmp_path):
+    out = tmp_path / "m.mkv"
+    r = run("--size", "64x48", "--frames", "3", "--out", out, "--fps", "12.5")
+    assert r.returncode == 0, r.stderr
+    frames, fps = read_video(out)
+    assert len(frames) == 3 and fps == pytest.approx(12.5)
+
+
+def test_out_folder_needs_overwrite_which_keeps_user_files(tmp_path):
+    out = tmp_path / "masks"
+    assert run("--size", "64x48", "--frames", "5", "--out", out).returncode == 0
+    (out / "notes.txt").write_text("mine")
+    (out / "mask_old.png").write_bytes(b"mine too")
+    line = one_error_line(run("--size", "64x48", "--frames", "3", "--out", out))
+    assert "not empty" in line and "--overwrite" in line
+    assert len(list(out.glob("mask_*.png"))) == 6             # nothing touched
+    r = run("--size", "64x48", "--frames", "3", "--out", out, "--overwrite")
+    assert r.returncode == 0, r.stderr
+    # the stale masks 3 and 4 of the longer run are gone, the user's files stay
+    assert sorted(p.name for p in out.iterdir()) == [
+        "mask_000000.png", "mask_000001.png", "mask_000002.png", "mask_old.png", "notes.txt"]
+
+
+def test_existing_mask_video_needs_overwrite(tmp_path):
+    out = tmp_path / "m.mkv"
+    out.write_bytes(b"someone's video")
+    line = one_error_line(run("--size", "64x48", "--frames", "2", "--out", out))
+    assert "exists" in line and "--overwrite" in line
+    assert out.read_bytes() == b"someone's video"
+    assert run("--size", "64x48", "--frames", "2", "--out", out, "--overwrite").returncode == 0
+    assert len(read_video(out)[0]) == 2
+
+
+def test_learning_rate_minus_inf_parses_and_is_automatic(tmp_path):
+    auto = run("--size", "64x48", "--frames", "6", "--out", tmp_path / "auto")
+    minus_inf = run("--size", "64x48", "--frames", "6", "--out", tmp_path / "inf",
+                    "--learning-rate", "-inf")
+    assert auto.returncode == 0 and minus_inf.returncode == 0, minus_inf.stderr
+    for i in range(6):
+        a = cv2.imread(str(tmp_path / "auto" / f"mask_{i:06d}.png"), cv2.IMREAD_GRAYSCALE)
+        b = cv2.imread(str(tmp_path / "inf" / f"mask_{i:06d}.png"), cv2.IMREAD_GRAYSCALE)
+        np.testing.assert_array_equal(a, b)
+
+
+def truncated_video(tmp_path, frames=40):
+    """An FFV1 .mkv whose container announces `frames` frames, cut to a third."""
+    full = tmp_path / "full.mkv"
+    w = cv2.VideoWriter(str(full), cv2.VideoWriter_fourcc(*"FFV1"), 30.0, (64, 48), True)
+    rng = np.random.default_rng(1)
+    for _ in range(frames):
+        w.write(rng.integers(0, 255, (48, 64, 3), dtype=np.uint8))
+    w.release()
+    data = full.read_bytes()
+    cut = tmp_path / "cut.mkv"
+    cut.write_bytes(data[:len(data) // 3])
+    read = len(read_video(cut)[0])
+    assert 0 < read < frames
+    return cut, read
+
+
+def test_short_video_says_how_much_was_read_and_exits_3(tmp_path):
+    cut, read = truncated_video(tmp_path)
+    r = run(cut, "--cpu")
+    line = one_error_line(r, status=3)        # also: no FFmpeg noise on stderr
+    assert f"read {read} frames of the 40" in line and "--accept-short" in line
+    assert f"processed {read} frames" in r.stdout
+    r = run(cut, "--cpu", "--accept-short")
+    assert r.returncode == 0, r.stderr
+    assert f"read {read} frames of the 40" in r.stdout
+    assert all(l.startswith("fastmog: ") for l in r.stderr.splitlines()), r.stderr
+
+
+def test_repeated_frames_stored_as_empty_chunks_are_not_short_input(data_dir):
+    """tree.avi announces 444 frames and decodes 68 (the others repeat their
+    predecessor as empty chunks): the stream reaches its end, so exit 0."""
+    r = run(data_dir / "opencv_samples_video" / "tree.avi", "--cpu")
+    assert r.returncode == 0, r.stderr
+    assert "processed 68 frames" in r.stdout
+
+
+def test_progress_lines_on_a_terminal(tmp_path):
+    """Rendering and processing each draw a progress line when stderr is a
+    terminal; the report stays on stdout."""
+    leader, follower = pty.openpty()
+    try:
+        p = subprocess.Popen([sys.executable, "-m", "fastmog", "--size", "64x48", "--frames",
+                              "40"], stdout=subprocess.PIPE, stderr=follower, text=True)
+        os.close(follower)
+        out, _ = p.communicate(timeout=120)
+        seen = b""
+        while True:
+            try:
+                chunk = os.read(leader, 65536)
+            except OSError:
+                break
+            if not chunk:
+                break
+            seen += chunk
+    finally:
+        os.close(leader)
+    assert p.returncode == 0
+    assert b"rendering the built-in scene [" in seen and b"32/32" in seen
+    assert b"processing [" in seen and b"40/40" in seen
+    assert "processed 40 frames" in out
 
 
 def test_ctrl_c_stops_cleanly_and_keeps_what_was_written(tmp_path):
@@ -141,6 +239,158 @@ def test_ctrl_c_stops_cleanly_and_keeps_what_was_written(tmp_path):
     assert all(cv2.imread(str(f), cv2.IMREAD_GRAYSCALE) is not None for f in written)
 
 
+# ---- options from the parameter table ------------------------------------------------
+
+
+def test_mog2_options_are_generated_from_the_table(monkeypatch):
+    from fastmog import cli
+
+    table = (
+        dict(name="alpha_beta", type=int, default=3, min=1.0, max=9.0, opencv="AlphaBeta",
+             positional=True, doc="Alpha of the beta."),
+        dict(name="gain", type=float, default=0.25, min=0.0, max=math.inf, opencv="Gain",
+             positional=False, doc="How much gain."),
+        dict(name="flag_on", type=bool, default=True, min=0.0, max=1.0, opencv="FlagOn",
+             positional=False, doc="Whether the flag is on."),
+    )
+    monkeypatch.setattr(fastmog._fastmog, "_mog2_parameters", lambda: table, raising=False)
+    parser = cli.build_parser()
+    text = parser.format_help()
+    assert "Alpha of the beta. (default: 3)" in text
+    assert "How much gain. (default: 0.25)" in text
+    assert "--flag-on" in text and "--no-flag-on" in text
+    args = parser.parse_args(["--alpha-beta", "7", "--gain", "1e9", "--no-flag-on"])
+    assert cli.mog2_kwargs(args) == {"alpha_beta": 7, "gain": 1e9, "flag_on": False}
+    assert cli.mog2_kwargs(parser.parse_args([])) == {"alpha_beta": 3, "gain": 0.25,
+                                                      "flag_on": True}
+    for bad in (["--alpha-beta", "10"], ["--alpha-beta", "0"], ["--gain", "-1"],
+                ["--gain", "nan"], ["--alpha-beta", "2.5"]):
+        with pytest.raises(SystemExit) as e:
+            parser.parse_args(bad)
+        assert e.value.code == 2
+
+
+def test_help_explains_every_option_with_its_default():
+    from fastmog import cli
+
+    parser = cli.build_parser()
+    for action in parser._actions:
+        if action.dest == "help":
+            continue
+        assert action.help and "default" in action.help, action.option_strings
+    table = fastmog._fastmog._mog2_parameters()
+    flags = {s for a in parser._actions for s in a.option_strings}
+    for param in table:
+        assert "--" + param["name"].replace("_", "-") in flags
+    assert "--no-shadows" in flags                       # the README's spelling
+    r = run("--help")
+    assert r.returncode == 0 and "exit status" in r.stdout
+    assert all(p["doc"].split()[0] in r.stdout for p in table)
+
+
+def test_no_shadows_alias():
+    from fastmog import cli
+
+    assert cli.build_parser().parse_args(["--no-shadows"]).detect_shadows is False
+
+
+# ---- video decoding through fastmog.VideoReader (a stand-in here) --------------------
+
+
+class _Frame:
+    def __init__(self, index, host):
+        self.index, self.host = index, host
+
+
+class FakeReader:
+    """Host decoding as fastmog.VideoReader does it, through OpenCV; announces
+    `announce` frames and raises DecodeError at frame `corrupt_at`."""
+
+    announce, corrupt_at, fallback = None, None, "NVDEC cannot decode mjpeg"
+    made = []
+
+    def __init__(self, source, *, decode="auto", device=None, grey=False, timer=None):
+        if decode == "nvdec":
+            raise FakeDecodeError("NVDEC is not available: no GPU")
+        self.path, self.grey = source, grey
+        self.backend = "cpu"
+        self.fallback_reason = self.fallback if decode == "auto" else None
+        cap = cv2.VideoCapture(str(source))
+        self.frame_count = self.announce or int(cap.get(cv2.CAP_PROP_FRAME_COUNT))
+        self.fps = cap.get(cv2.CAP_PROP_FPS)
+        cap.release()
+        FakeReader.made.append(self)
+
+    def __iter__(self):
+        cap = cv2.VideoCapture(str(self.path))
+        i = 0
+        while True:
+            ok, frame = cap.read()
+            if not ok:
+                return
+            if i == self.corrupt_at:
+                raise FakeDecodeError(f"corrupt stream at frame {i}")
+            yield _Frame(i, cv2.cvtColor(frame, cv2.COLOR_BGR2GRAY) if self.grey else frame)
+            i += 1
+
+
+class FakeDecodeError(ValueError):
+    pass
+
+
+@pytest.fixture
+def fake_reader(monkeypatch):
+    FakeReader.made = []
+    monkeypatch.setattr(fastmog, "VideoReader", FakeReader, raising=False)
+    monkeypatch.setattr(fastmog, "DecodeError", FakeDecodeError, raising=False)
+    return FakeReader
+
+
+def test_video_reader_host_decode_is_used_and_said(data_dir, tmp_path, fake_reader,
+                                                   monkeypatch, capsys):
+    from fastmog import cli
+
+    video = data_dir / "opencv_samples_video" / "tree.avi"
+    out = tmp_path / "m.mkv"
+    assert cli.main([str(video), "--cpu", "--grey", "--frames", "8", "--out", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert "decoding on the CPU (the host reference runs here)" in text
+    assert len(fake_reader.made) == 1 and fake_reader.made[0].grey
+    sub = fastmog.cpu.BackgroundSubtractorMOG2()
+    cap = cv2.VideoCapture(str(video))
+    frames, fps = read_video(out)
+    assert len(frames) == 8 and fps == pytest.approx(fake_reader.made[0].fps, rel=1e-3)
+    for written in frames:
+        grey = cv2.cvtColor(cap.read()[1], cv2.COLOR_BGR2GRAY)
+        np.testing.assert_array_equal(written[..., 0], sub.apply(grey))
+
+
+def test_video_reader_short_and_corrupt_input(data_dir, fake_reader, monkeypatch, capsys):
+    from fastmog import cli
+
+    video = data_dir / "opencv_samples_video" / "tree.avi"
+    monkeypatch.setattr(FakeReader, "corrupt_at", 5)
+    assert cli.main([str(video), "--cpu"]) == 3
+    err = capsys.readouterr().err
+    assert "read 5 frames of the 444" in err and "corrupt stream at frame 5" in err
+    assert cli.main([str(video), "--cpu", "--accept-short"]) == 0
+
+
+def test_video_reader_nvdec_refused_where_unavailable(data_dir, fake_reader, capsys):
+    from fastmog import cli
+
+    video = data_dir / "opencv_samples_video" / "tree.avi"
+    assert cli.main([str(video), "--decode", "nvdec", "--frames", "2"]) == 2
+    err = capsys.readouterr().err.splitlines()
+    assert len([l for l in err if l.startswith("fastmog: error:")]) == 1
+    assert "nvdec" in err[-1].lower()
+    assert cli.main([str(video), "--decode", "cpu", "--cpu", "--frames", "2"]) == 0
+    assert "decoding on the CPU" in capsys.readouterr().out
+
+
+# ---- the GPU -------------------------------------------------------------------------
+
+
 @pytest.mark.gpu
 def test_gpu_main_job_profile_and_parity(data_dir, tmp_path):
     r = run("--frames", "60", "--profile")
@@ -153,12 +403,42 @@ def test_gpu_main_job_profile_and_parity(data_dir, tmp_path):
     f_gpu = [l for l in gpu.stdout.splitlines() if "F-measure" in l][0].split("F-measure ")[1]
     f_host = [l for l in host.stdout.splitlines() if "F-measure" in l][0].split("F-measure ")[1]
     assert f_gpu == f_host
-    print(gpu.stdout)
-    out = tmp_path / "vtest_masks.avi"
+    out = tmp_path / "vtest_masks.mkv"
     r = run(data_dir / "opencv_samples_video" / "vtest.avi", "--out", out)
     assert r.returncode == 0, r.stderr
-    cap = cv2.VideoCapture(str(out))
-    n = 0
-    while cap.read()[0]:
-        n += 1
-    assert n == 795
+    assert "(read back: exact)" in r.stdout
+    assert len(read_video(out)[0]) == 795
+
+
+@pytest.mark.gpu
+def test_gpu_device_that_does_not_exist():
+    line = one_error_line(run("--size", "64x48", "--frames", "2", "--device", "99"))
+    assert "--device 99 does not exist" in line
+
+
+@pytest.mark.gpu
+def test_gpu_decoder_choice_is_said(data_dir, tmp_path):
+    """vtest.avi is MS-MPEG4 v3, which NVDEC cannot decode: auto falls back to
+    the CPU and says why; nvdec is refused in one line."""
+    if getattr(fastmog, "VideoReader", None) is None:
+        pytest.skip("this build has no fastmog.VideoReader")
+    video = data_dir / "opencv_samples_video" / "vtest.avi"
+    r = run(video, "--frames", "20", "--out", tmp_path / "m.mkv")
+    assert r.returncode == 0, r.stderr
+    line = [l for l in r.stdout.splitlines() if "decoding" in l][0]
+    assert line.startswith("fastmog: decoding on the CPU (") and line.endswith(")")
+    assert "nvdec" in one_error_line(run(video, "--decode", "nvdec", "--frames", "2")).lower()
+
+
+def test_factories_take_their_defaults_from_the_table():
+    import inspect
+
+    table = {p["name"]: p["default"] for p in fastmog._fastmog._mog2_parameters()}
+    for factory in (fastmog.createBackgroundSubtractorMOG2,
+                    fastmog.cpu.createBackgroundSubtractorMOG2):
+        params = inspect.signature(factory).parameters
+        assert [params[n].default for n in ("history", "varThreshold", "detectShadows")] == \
+            [table["history"], table["var_threshold"], table["detect_shadows"]]
+    sub = fastmog.cpu.createBackgroundSubtractorMOG2()
+    assert (sub.history, sub.var_threshold, sub.detect_shadows) == \
+        (table["history"], table["var_threshold"], table["detect_shadows"])

@@ -35,8 +35,12 @@ from ._display import Image
 from . import cpu
 
 
-def createBackgroundSubtractorMOG2(history=500, varThreshold=16.0, detectShadows=True, *,
-                                   device=None):
+_DEFAULTS = cpu._DEFAULTS      # from the C parameter table
+
+
+def createBackgroundSubtractorMOG2(history=_DEFAULTS["history"],
+                                   varThreshold=_DEFAULTS["var_threshold"],
+                                   detectShadows=_DEFAULTS["detect_shadows"], *, device=None):
     """OpenCV-style factory with cv2.createBackgroundSubtractorMOG2's signature.
     Unlike cv2.cuda, every GPU call on the result still needs stream=."""
     return BackgroundSubtractorMOG2(history, varThreshold, detectShadows, device=device)

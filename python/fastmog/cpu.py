@@ -4,9 +4,16 @@ tested against and what the main job uses where no GPU is usable; the NV12
 conversion is cv2.cvtColor's, bit for bit."""
 from . import _fastmog
 from ._fastmog import _CpuBackgroundSubtractorMOG2 as BackgroundSubtractorMOG2
+from ._fastmog import _mog2_parameters
 
 
-def createBackgroundSubtractorMOG2(history=500, varThreshold=16.0, detectShadows=True):
+# the defaults come from the C parameter table, looked up once
+_DEFAULTS = {p["name"]: p["default"] for p in _mog2_parameters()}
+
+
+def createBackgroundSubtractorMOG2(history=_DEFAULTS["history"],
+                                   varThreshold=_DEFAULTS["var_threshold"],
+                                   detectShadows=_DEFAULTS["detect_shadows"]):
     """OpenCV-style factory: cv2.createBackgroundSubtractorMOG2's signature."""
     return BackgroundSubtractorMOG2(history, varThreshold, detectShadows)
 

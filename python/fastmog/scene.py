@@ -27,10 +27,15 @@ def _background(height, width, channels, rng):
 
 
 class BuiltinScene:
-    """`frames(n)` yields n uint8 frames (H x W, or H x W x 3 for colour)."""
+    """`frames(n)` yields n uint8 frames (H x W, or H x W x 3 for colour).
+
+    count: render only the first `count` frames of the loop (they are the same
+    frames as in the full loop), for runs shorter than a period. progress:
+    called as progress(done, total) after each rendered frame.
+    """
 
     def __init__(self, width=3840, height=2160, colour=False, period=32, seed=2024,
-                 pinned=None):
+                 pinned=None, *, count=None, progress=None):
         if width < 16 or height < 16:
             raise ValueError("the built-in scene needs at least 16x16 pixels")
         self.width, self.height = width, height
@@ -40,7 +45,12 @@ class BuiltinScene:
         background = _background(height, width, self.channels, rng)
         if pinned is None:
             pinned = _fastmog.cuda_available()
-        self._loop = [self._render(i, background, rng, pinned) for i in range(period)]
+        total = period if count is None else max(1, min(period, count))
+        self._loop = []
+        for i in range(total):
+            self._loop.append(self._render(i, background, rng, pinned))
+            if progress is not None:
+                progress(i + 1, total)
 
     @property
     def shape(self):
@@ -80,5 +90,8 @@ class BuiltinScene:
         return frame
 
     def frames(self, n):
+        if n > len(self._loop) < self.period:
+            raise ValueError(f"only {len(self._loop)} frames were rendered (count=), "
+                             f"{n} asked for")
         for i in range(n):
             yield self._loop[i % self.period]

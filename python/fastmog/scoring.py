@@ -68,10 +68,19 @@ class GroundTruth:
         self.first, self.last = -1, 1 << 62
         roi_file = root / "temporalROI.txt"
         if roi_file.is_file():
-            self.first, self.last = (int(v) for v in roi_file.read_text().split()[:2])
+            self.first, self.last = _temporal_roi(roi_file)
         roi_path = root / "ROI.bmp"
         self.roi = read_grey(roi_path) if roi_path.is_file() else None
         self.score = Score()
+
+    def scored(self, frame_numbers):
+        """Those of `frame_numbers` that add() would score: labelled and
+        inside the temporal ROI."""
+        return [n for n in frame_numbers
+                if self.first <= n <= self.last and n in self._labels]
+
+    def label_path(self, frame_number):
+        return self._labels[frame_number]
 
     def add(self, frame_number, mask):
         """Adds one predicted mask (uint8) for frame `frame_number`."""
@@ -89,6 +98,20 @@ class GroundTruth:
         self.score.fp += int(np.count_nonzero(valid & ~truth & predicted))
         self.score.fn += int(np.count_nonzero(valid & truth & ~predicted))
         self.score.frames += 1
+
+
+def _temporal_roi(path):
+    """(first, last) from a temporalROI.txt; ValueError naming the file if it
+    does not hold two frame numbers."""
+    try:
+        words = path.read_bytes().split()
+        first, last = int(words[0]), int(words[1])
+    except (IndexError, ValueError):
+        raise ValueError(f"{path} must hold two frame numbers, 'first last'") from None
+    if first > last:
+        raise ValueError(f"{path} says the scored frames run from {first} to {last}: "
+                         f"first is after last")
+    return first, last
 
 
 def frame_number_of(path):

@@ -1,0 +1,112 @@
+"""The checks the main job makes before its run: options that do not fit the
+input, the device, the memory the frames will need, and the ground truth."""
+import os
+
+from . import _cvio, _fastmog
+from ._errors import UserError, shown
+from ._writers import LOSSLESS_VIDEO
+
+PIPELINE_DEPTH = 3
+
+
+def check_options(args, found):
+    if found.kind != "scene":
+        if args.size is not None or args.colour:
+            raise UserError("--size and --colour are for the built-in scene; the input "
+                            "brings its own frames")
+    else:
+        if args.grey:
+            raise UserError("--grey is for file input; the built-in scene is grey unless "
+                            "--colour is given")
+        if args.ground_truth is not None:
+            raise UserError("--ground-truth needs file input: the built-in scene has no "
+                            "ground truth")
+    if args.decode != "auto" and found.kind != "video":
+        raise UserError(f"--decode {args.decode} is for video files")
+    if args.fps is not None and (args.out is None
+                                 or args.out.suffix.lower() not in LOSSLESS_VIDEO):
+        raise UserError("--fps sets the frame rate of a mask video; --out names no video")
+
+
+def _available_host_memory():
+    """Bytes the kernel says can be allocated without swapping, or None."""
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    try:
+        return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError, AttributeError):
+        return None
+
+
+def memory_check(on_gpu, device, n_mixtures):
+    """check(shape, render=0) refuses frames whose model, buffers and (for the
+    built-in scene) rendering would not fit, before they are allocated."""
+
+    def check(shape, render=0):
+        h, w = shape[:2]
+        channels = shape[2] if len(shape) > 2 else 1
+        pixels = h * w
+        model = pixels * (n_mixtures * (2 + channels) * 4 + 1)   # floats per mode + count
+        frame, mask = pixels * channels, pixels
+        # rendering: the loop frames kept, plus float32/float64 temporaries of one frame
+        scene = render * frame + 28 * frame if render else 0
+        if on_gpu:
+            needs = [("GPU", model + PIPELINE_DEPTH * (frame + mask) + frame + mask,
+                      _fastmog.mem_get_info(device)[0]),
+                     ("host", scene + PIPELINE_DEPTH * (frame + mask),
+                      _available_host_memory())]
+        else:
+            needs = [("host", model + scene + 2 * (frame + mask), _available_host_memory())]
+        for where, need, free in needs:
+            if free is not None and need > free:
+                raise UserError(f"{w}x{h} frames need about {need / 2**30:.1f} GiB of {where} "
+                                f"memory, {free / 2**30:.1f} GiB is free: use smaller frames")
+
+    return check
+
+
+def open_ground_truth(path, first_shape, numbers):
+    """The scorer, checked: its files parse, its labels have the frames' size
+    and it labels at least one of the frames (when their numbers are known)."""
+    from .scoring import GroundTruth
+
+    try:
+        truth = GroundTruth(path, _cvio.read_grey)
+    except (OSError, ValueError) as e:
+        raise UserError(f"ground truth {shown(path)}: {e}") from None
+    truth.path = path
+    if numbers is not None:
+        scored = truth.scored([n for n in numbers if n is not None])
+        if not scored:
+            raise UserError(f"ground truth {shown(path)} labels none of the input's frames "
+                            f"(inside its temporal ROI {truth.first}..{truth.last})")
+        label = _cvio.read_grey(truth.label_path(scored[0]))
+        if label.shape != tuple(first_shape[:2]):
+            raise UserError(f"ground truth {shown(path)} is {label.shape[1]}x{label.shape[0]} "
+                            f"but the frames are {first_shape[1]}x{first_shape[0]}")
+    return truth
+
+
+def choose_device(args):
+    """(on_gpu, why not) after checking --device and --cpu."""
+    import fastmog
+
+    if args.cpu:
+        if args.device is not None:
+            raise UserError("--device and --cpu contradict each other: --cpu runs on the host")
+        return False, "--cpu was given"
+    if not fastmog.cuda_available():
+        status, text = _fastmog._cuda_status()
+        if args.device is not None:
+            raise UserError(f"--device {args.device}: no CUDA device is usable here "
+                            f"({status}: {text})")
+        return False, f"no usable GPU ({status})"
+    if args.device is not None and not args.device < fastmog.device_count():
+        raise UserError(f"--device {args.device} does not exist: this machine has "
+                        f"{fastmog.device_count()} CUDA device(s)")
+    return True, None

@@ -1,0 +1,202 @@
+"""The main job's command line: its options, their types and ranges, and the
+MOG2 options generated from the C parameter table (names, defaults, ranges,
+help), so the defaults live in one place."""
+import argparse
+import math
+import pathlib
+import re
+
+from . import _fastmog
+from ._errors import EXIT_USAGE
+
+EPILOG = """\
+exit status: 0 done; 2 a mistake in the command, its input or its outputs (one
+line on stderr, found before the run where possible); 3 the video ended before
+the frame count its container announces (truncated or corrupt; --accept-short
+makes this 0); 130 interrupted by Ctrl-C (what was written is kept).
+"""
+
+
+def _size(text):
+    try:
+        w, h = (int(v) for v in text.lower().split("x"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected WIDTHxHEIGHT such as 3840x2160, "
+                                         f"got {text!r}") from None
+    if w < 16 or h < 16:
+        raise argparse.ArgumentTypeError(f"size must be at least 16x16, got {text!r}")
+    return w, h
+
+
+def _count(text, least=1):
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if value < least:
+        raise argparse.ArgumentTypeError(f"expected a number of at least {least}, got {text!r}")
+    return value
+
+
+def _device(text):
+    return _count(text, least=0)
+
+
+def _fps(text):
+    value = _float(text)
+    if not 0 < value < math.inf:
+        raise argparse.ArgumentTypeError(f"expected a positive frame rate, got {text!r}")
+    return value
+
+
+def _float(text):
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    if math.isnan(value):
+        raise argparse.ArgumentTypeError("expected a number, got nan")
+    return value
+
+
+def _learning_rate(text):
+    value = _float(text)
+    if value > 1:
+        raise argparse.ArgumentTypeError(f"expected a rate from 0 to 1, or a negative number "
+                                         f"for automatic, got {text!r}")
+    return value
+
+
+def _ranged(param):
+    """An argparse type for one MOG2 parameter: its type and its range."""
+    kind, lo, hi = param["type"], param["min"], param["max"]
+
+    def parse(text):
+        if kind is int:
+            try:
+                value = int(text)
+            except ValueError:
+                raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") \
+                    from None
+        else:
+            value = _float(text)
+        if not lo <= value <= hi:
+            upper = "" if hi == math.inf else f" to {_shown_value(kind(hi))}"
+            raise argparse.ArgumentTypeError(f"expected {_shown_value(kind(lo))}{upper}"
+                                             f"{' or more' if not upper else ''}, got {text!r}")
+        return value
+
+    parse.__name__ = kind.__name__       # argparse names the type in some messages
+    return parse
+
+
+def _shown_value(value):
+    if isinstance(value, bool):
+        return "on" if value else "off"
+    if isinstance(value, float):
+        return f"{value:g}"
+    return str(value)
+
+
+def mog2_parameters():
+    """The C parameter table: one dict per constructor parameter, in order."""
+    return _fastmog._mog2_parameters()
+
+
+class _Parser(argparse.ArgumentParser):
+    """Reports a bad option as one line, not a usage block, and reads
+    negative numbers such as -inf and -1e-3 as values, not options."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        # argparse takes "-inf" for an unknown option unless it looks like a number
+        self._negative_number_matcher = re.compile(
+            r"^-(\d+\.?\d*([eE][-+]?\d+)?|\.\d+([eE][-+]?\d+)?|inf|infinity|nan)$",
+            re.IGNORECASE)
+
+    def error(self, message):
+        self.exit(EXIT_USAGE, f"fastmog: error: {message} (see fastmog --help)\n")
+
+
+def build_parser():
+    p = _Parser(
+        prog="fastmog", epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter,
+        description="MOG2 background subtraction on the GPU (OpenCV's CPU results, bit for\n"
+                    "bit), or on the host reference where no GPU is usable.")
+    p.add_argument("input", nargs="?",
+                   help="a video file, a folder of frames (JPEG/PNG/BMP/TIFF/WebP, sorted by "
+                        "name; ROI.* files are skipped) or a CDnet sequence folder (holding "
+                        "input/ and groundtruth/: its frames are scored automatically) "
+                        "(default: the built-in scene)")
+    p.add_argument("--frames", type=_count, metavar="N",
+                   help="process at most N frames (default: all; the built-in scene: 300 on "
+                        "the GPU, 10 on the host)")
+    p.add_argument("--size", type=_size, metavar="WxH",
+                   help="built-in scene size (default: 3840x2160)")
+    p.add_argument("--colour", "--color", action="store_true",
+                   help="built-in scene in colour (default: grey)")
+    p.add_argument("--grey", "--gray", action="store_true",
+                   help="convert file input to grey before subtraction (default: off, frames "
+                        "keep their colour)")
+    p.add_argument("--out", type=pathlib.Path, metavar="PATH",
+                   help="write the masks: a folder (mask_000000.png, ...) or a lossless FFV1 "
+                        "video (.mkv or .avi) (default: masks are not kept)")
+    p.add_argument("--overwrite", action="store_true",
+                   help="let --out replace an existing video, or delete the mask_NNNNNN.png "
+                        "files in a non-empty folder first; other files are never touched "
+                        "(default: off, a used --out is refused)")
+    p.add_argument("--fps", type=_fps,
+                   help="frame rate of the mask video (default: the input video's, 25 for "
+                        "frames and the built-in scene)")
+    p.add_argument("--preview", type=pathlib.Path, metavar="IMAGE",
+                   help="write frame | mask | background of the last frame as one image, "
+                        "e.g. preview.png (default: none)")
+    p.add_argument("--ground-truth", type=pathlib.Path, metavar="DIR",
+                   help="score against CDnet-layout ground truth: precision, recall, F "
+                        "(default: none, or the sequence's own for a CDnet folder)")
+    p.add_argument("--accept-short", action="store_true",
+                   help="exit 0 when a video ends before the frame count its container "
+                        "announces (default: off, exit status 3)")
+    p.add_argument("--decode", choices=("auto", "nvdec", "cpu"), default="auto",
+                   help="video decoder: nvdec (on the GPU), cpu, or auto: NVDEC when it can "
+                        "decode the video, else the CPU, saying why (default: auto)")
+    p.add_argument("--profile", action="store_true",
+                   help="print the per-call timer report (default: off)")
+    p.add_argument("--sync", action="store_true",
+                   help="timer sync mode: each call waits for its own stream; implies "
+                        "--profile (default: off)")
+    p.add_argument("--trace", type=pathlib.Path, metavar="JSON",
+                   help="write a Chrome/Perfetto trace of every call (default: none)")
+    p.add_argument("--device", type=_device, metavar="N",
+                   help="CUDA device (default: the current one)")
+    p.add_argument("--cpu", action="store_true",
+                   help="use the host reference even with a GPU (default: off)")
+    _add_mog2_options(p)
+    return p
+
+
+def _add_mog2_options(p):
+    m = p.add_argument_group("MOG2 parameters", "OpenCV's names and defaults.")
+    for param in mog2_parameters():
+        flag = "--" + param["name"].replace("_", "-")
+        default = param["default"]
+        help_text = f"{param['doc']} (default: {_shown_value(default)})"
+        if param["type"] is bool:
+            m.add_argument(flag, dest=param["name"], action="store_true", default=default,
+                           help=help_text)
+            negatives = ["--no-" + flag[2:]]
+            if param["name"] == "detect_shadows":
+                negatives.append("--no-shadows")     # the README's spelling
+            m.add_argument(*negatives, dest=param["name"], action="store_false",
+                           help=f"turn {flag} off (default: {_shown_value(default)})")
+        else:
+            m.add_argument(flag, dest=param["name"], type=_ranged(param), default=default,
+                           metavar=param["type"].__name__.upper(), help=help_text)
+    m.add_argument("--learning-rate", type=_learning_rate, default=-1.0, metavar="RATE",
+                   help="how fast the model adapts, 0 to 1; 0 freezes it, 1 restarts it every "
+                        "frame; any negative value (-1, -inf) is automatic, 1/min(2n, "
+                        "history) at frame n (default: -1, automatic)")
+
+
+def mog2_kwargs(args):
+    return {param["name"]: getattr(args, param["name"]) for param in mog2_parameters()}

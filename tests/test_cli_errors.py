@@ -1,0 +1,202 @@
+"""The main job under hostile or mistaken input: each case ends with one line
+on stderr and exit status 2, before the run wherever it can be found then;
+nothing crashes, hangs or prints a traceback."""
+import os
+
+import numpy as np
+import pytest
+
+from cli_helpers import one_error_line, run, run_in_process, write_cdnet
+from conftest import GPU_OK
+
+cv2 = pytest.importorskip("cv2")
+
+SMALL = ("--size", "64x48", "--frames", "3")
+
+
+def not_run(result):
+    """True when the error came before any frame was processed."""
+    return "processed" not in result.stdout and "rendered" not in result.stdout
+
+
+def test_missing_input():
+    assert "no such file" in one_error_line(run("/nonexistent/nope.mp4"))
+
+
+def test_unreadable_video(tmp_path):
+    bad = tmp_path / "broken.avi"
+    bad.write_bytes(b"not a video at all" * 100)
+    assert "cannot read video" in one_error_line(run(bad))
+
+
+def test_empty_frame_folder(tmp_path):
+    (tmp_path / "frames").mkdir()
+    (tmp_path / "frames" / "notes.txt").write_text("x")
+    assert "holds no frames" in one_error_line(run(tmp_path / "frames"))
+
+
+def test_frames_of_changing_size(tmp_path):
+    d = tmp_path / "frames"
+    d.mkdir()
+    cv2.imwrite(str(d / "in000001.png"), np.full((20, 30), 9, np.uint8))
+    cv2.imwrite(str(d / "in000002.png"), np.full((21, 30), 9, np.uint8))
+    line = one_error_line(run(d))
+    assert "frame 1 is 30x21x3 but the first was 30x20x3" in line
+
+
+def test_unwritable_out(tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    r = run(*SMALL, "--out", blocker / "masks")
+    assert "cannot write" in one_error_line(r) and not_run(r)
+
+
+def test_bad_option(capsys):
+    assert "--size" in one_error_line(run_in_process(capsys, "--size", "huge"))
+
+
+def test_bad_parameter_is_named(capsys):
+    line = one_error_line(run_in_process(capsys, *SMALL, "--n-mixtures", "12"))
+    assert "--n-mixtures" in line
+
+
+def test_no_opencv_says_what_to_install(tmp_path):
+    shim = tmp_path / "shim"
+    shim.mkdir()
+    (shim / "cv2.py").write_text("raise ImportError('hidden for the test')\n")
+    env = dict(os.environ, PYTHONPATH=str(shim) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    d = tmp_path / "frames"
+    d.mkdir()
+    (d / "a.png").write_bytes(b"")
+    line = one_error_line(run(d, env=env))
+    assert "pip install opencv-python-headless" in line
+
+
+@pytest.mark.parametrize("where", ["frame_name", "out_name"])
+def test_file_names_that_are_not_utf8(tmp_path, where):
+    """OpenCV's binding segfaults on str paths holding lone surrogates."""
+    base = os.fsencode(tmp_path)
+    frames = base + (b"/fr\xffmes" if where == "frame_name" else b"/frames")
+    os.mkdir(frames)
+    rng = np.random.default_rng(3)
+    for i in range(3):
+        name = b"/in%06d\xfe.png" % i if where == "frame_name" else b"/in%06d.png" % i
+        ok, data = cv2.imencode(".png", rng.integers(0, 255, (24, 32, 3), dtype=np.uint8))
+        with open(frames + name, "wb") as f:
+            f.write(data.tobytes())
+    out = base + (b"/m\xe9sks" if where == "out_name" else b"/masks")
+    video = base + b"/v\xff.mkv"
+    r = run(frames, "--cpu", "--out", out, "--preview", base + b"/pr\xfeview.png")
+    assert r.returncode == 0, (r.returncode, r.stderr)
+    assert sorted(os.listdir(out)) == [b"mask_000000.png", b"mask_000001.png",
+                                       b"mask_000002.png"]
+    assert os.path.getsize(base + b"/pr\xfeview.png") > 0
+    assert "\\x" in r.stdout                     # the odd bytes are shown escaped
+    r = run(frames, "--cpu", "--out", video)
+    assert r.returncode == 0, (r.returncode, r.stderr)
+    r = run(video, "--cpu")                      # and read back as input
+    assert r.returncode == 0 and "processed 3 frames" in r.stdout, r.stderr
+
+
+def test_fifo_as_input_is_refused_not_waited_on(tmp_path):
+    fifo = tmp_path / "video.mp4"
+    os.mkfifo(fifo)
+    line = one_error_line(run(fifo, timeout=30))
+    assert "not a regular file" in line
+
+
+def test_fifo_in_a_frame_folder_is_skipped(tmp_path):
+    d = tmp_path / "frames"
+    d.mkdir()
+    cv2.imwrite(str(d / "in000001.png"), np.full((24, 32), 9, np.uint8))
+    os.mkfifo(d / "in000002.png")
+    r = run(d, "--cpu", timeout=30)
+    assert r.returncode == 0 and "processed 1 frames" in r.stdout, r.stderr
+
+
+@pytest.mark.parametrize("rate", ["nan", "2", "inf", "fast"])
+def test_bad_learning_rate(rate, capsys):
+    line = one_error_line(run_in_process(capsys, *SMALL, "--learning-rate", rate))
+    assert "--learning-rate" in line
+
+
+def test_unwritable_trace_is_found_before_the_run(tmp_path, capsys):
+    r = run_in_process(capsys, *SMALL, "--trace", tmp_path / "no" / "such" / "folder" / "t.json")
+    assert "the trace" in one_error_line(r) and not_run(r)
+
+
+@pytest.mark.parametrize("suffix", [".unknown", ""])
+def test_preview_with_an_unknown_extension_is_found_before_the_run(tmp_path, suffix, capsys):
+    r = run_in_process(capsys, *SMALL, "--preview", tmp_path / f"preview{suffix}")
+    assert "--preview" in one_error_line(r) and not_run(r)
+
+
+@pytest.mark.parametrize("suffix", [".mp4", ".mov", ".png"])
+def test_lossy_or_image_out_is_refused(tmp_path, suffix, capsys):
+    r = run_in_process(capsys, *SMALL, "--out", tmp_path / f"masks{suffix}")
+    assert "--out" in one_error_line(r) or "lossless" in r.stderr
+    assert not_run(r) and not (tmp_path / f"masks{suffix}").exists()
+
+
+def test_frames_too_big_for_memory():
+    r = run("--size", "100000x100000", "--frames", "2", timeout=60)
+    line = one_error_line(r)
+    assert "GiB" in line and not_run(r)
+
+
+@pytest.mark.parametrize("text", ["", "abc def", "12", "40 10"])
+def test_bad_temporal_roi(tmp_path, text, capsys):
+    seq = write_cdnet(tmp_path / "seq", roi_text=text)
+    r = run_in_process(capsys, seq, "--cpu")
+    assert "temporalROI.txt" in one_error_line(r) and not_run(r)
+
+
+def test_ground_truth_of_another_size(tmp_path, capsys):
+    seq = write_cdnet(tmp_path / "seq", truth_shape=(12, 16))
+    r = run_in_process(capsys, seq / "input", "--ground-truth", seq, "--cpu")
+    assert "16x12" in one_error_line(r) and not_run(r)
+
+
+def test_unreadable_ground_truth(tmp_path, capsys):
+    seq = write_cdnet(tmp_path / "seq")
+    (seq / "groundtruth" / "gt000003.png").write_bytes(b"\x89PNG broken")
+    line = one_error_line(run_in_process(capsys, seq, "--cpu"))
+    assert "gt000003.png" in line
+
+
+def test_ground_truth_that_labels_no_frame(tmp_path, capsys):
+    seq = write_cdnet(tmp_path / "seq", roi_text="100 200")
+    r = run_in_process(capsys, seq, "--cpu")
+    assert "labels none" in one_error_line(r) and not_run(r)
+
+
+def test_ground_truth_for_the_builtin_scene_is_a_mistake(tmp_path, capsys):
+    seq = write_cdnet(tmp_path / "seq")
+    assert "--ground-truth" in one_error_line(run_in_process(capsys, *SMALL, "--ground-truth", seq))
+
+
+@pytest.mark.skipif(GPU_OK, reason="needs a machine without a usable GPU")
+def test_device_without_a_gpu():
+    r = run(*SMALL, "--device", "3")
+    assert "--device 3" in one_error_line(r) and not_run(r)
+
+
+def test_device_and_cpu_contradict(capsys):
+    assert "--cpu" in one_error_line(run_in_process(capsys, *SMALL, "--device", "0", "--cpu"))
+
+
+def test_decode_nvdec_where_it_cannot_be_used(data_dir):
+    video = data_dir / "opencv_samples_video" / "tree.avi"
+    assert "nvdec" in one_error_line(run(video, "--decode", "nvdec", "--cpu")).lower()
+
+
+@pytest.mark.parametrize("args", [("--grey",), ("--decode", "cpu"), ("--fps", "10")])
+def test_options_that_do_not_apply_to_the_builtin_scene(args, capsys):
+    assert args[0] in one_error_line(run_in_process(capsys, *SMALL, *args))
+
+
+def test_size_with_file_input(tmp_path, capsys):
+    d = tmp_path / "frames"
+    d.mkdir()
+    cv2.imwrite(str(d / "in000001.png"), np.full((24, 32), 9, np.uint8))
+    assert "--size" in one_error_line(run_in_process(capsys, d, "--size", "64x64"))
