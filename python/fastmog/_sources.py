@@ -155,7 +155,7 @@ def open_frames(found, args, check_memory):
                   fps=args.fps or DEFAULT_FPS)
 
 
-def open_video(found, args, *, on_gpu, device, timer, check_memory):
+def open_video(found, args, *, on_gpu, device, stream, timer, check_memory):
     """A video file: through fastmog.VideoReader where this build has one
     (NVDEC or host decoding, --decode), else OpenCV's decoder."""
     import fastmog
@@ -167,7 +167,7 @@ def open_video(found, args, *, on_gpu, device, timer, check_memory):
                             "(fastmog.VideoReader); use --decode cpu")
         return _open_with_opencv(found, args, check_memory)
     return _open_with_reader(reader_type, found, args, on_gpu=on_gpu, device=device,
-                             timer=timer, check_memory=check_memory)
+                             stream=stream, timer=timer, check_memory=check_memory)
 
 
 def _expected(total, limit):
@@ -251,7 +251,8 @@ def _container_fps(path):
     return fps if fps and fps > 0 else None
 
 
-def _open_with_reader(reader_type, found, args, *, on_gpu, device, timer, check_memory):
+def _open_with_reader(reader_type, found, args, *, on_gpu, device, stream, timer,
+                      check_memory):
     import fastmog
 
     decode = args.decode
@@ -262,7 +263,8 @@ def _open_with_reader(reader_type, found, args, *, on_gpu, device, timer, check_
         decode = "cpu"
     path = found.path
     try:
-        reader = reader_type(path, decode=decode, device=device, grey=args.grey, timer=timer)
+        reader = reader_type(path, stream=stream, decode=decode, device=device, grey=args.grey,
+                             timer=timer)
     except (ValueError, fastmog.CudaError) as e:
         # DecodeError is a ValueError: codec, resolution or NVDEC unavailable
         raise UserError(f"cannot read video {shown(path)}: {e}") from None

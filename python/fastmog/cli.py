@@ -53,6 +53,7 @@ def run(args):
     if not on_gpu:
         print(f"fastmog: {why_host}: running the host reference (slower)", file=sys.stderr)
     check_memory = _checks.memory_check(on_gpu, args.device, args.n_mixtures)
+    streams = None
     if found.kind == "scene":
         source = _sources.open_scene(args, on_gpu, check_memory)
         print(f"fastmog: rendered the built-in scene in {source.render_seconds:.2f} s "
@@ -60,8 +61,11 @@ def run(args):
     elif found.kind == "frames":
         source = _sources.open_frames(found, args, check_memory)
     else:
+        # NVDEC queues its output on the stream MOG2 runs on (compute, below).
+        streams = _make_streams(args, on_gpu)
         source = _sources.open_video(found, args, on_gpu=on_gpu, device=args.device,
-                                     timer=timer, check_memory=check_memory)
+                                     stream=streams[1] if streams else None, timer=timer,
+                                     check_memory=check_memory)
     truth = None
     if truth_dir is not None:
         numbers = source.numbers
@@ -74,17 +78,24 @@ def run(args):
     print(f"fastmog: {source.description} on {where}")
     if source.decoder_line:
         print(f"fastmog: {source.decoder_line}")
-    return _process(args, sub, source, writer, truth, timer, on_gpu)
+    return _process(args, sub, source, writer, truth, timer, on_gpu,
+                    streams if streams is not None else _make_streams(args, on_gpu))
 
 
-def _process(args, sub, source, writer, truth, timer, on_gpu):
+def _make_streams(args, on_gpu):
+    """Upload, compute and download streams on the GPU; none on the host."""
+    import fastmog
+
+    return [fastmog.Stream(device=args.device) for _ in range(3)] if on_gpu else []
+
+
+def _process(args, sub, source, writer, truth, timer, on_gpu, streams):
     import fastmog
 
     label = "decoding and processing" if source.decoder_line else "processing"
     progress = Progress(label, source.count)
     last = {}
     done, pixels, interrupted = 0, 0, False
-    streams = [fastmog.Stream(device=args.device) for _ in range(3)] if on_gpu else []
     writer.start(source.fps)
 
     def keep_last(frame):
