@@ -72,15 +72,15 @@ def host_reference_score(seq, frames):
 def test_ground_truth_matches_the_host_reference(data_dir, form):
     seq = data_dir / "cdnet_subset_traffic"
     args = (seq / "input", "--ground-truth", seq) if form == "input_and_ground_truth" else (seq,)
-    r = run(*args, "--cpu", "--frames", "40")
+    r = run(*args, "--cpu", "--frames", "20")
     assert r.returncode == 0, r.stderr
-    score = host_reference_score(seq, 40)
-    assert score.frames == 40
-    assert f"F-measure {score.f_measure:.4f} over 40 frames" in r.stdout
+    score = host_reference_score(seq, 20)
+    assert score.frames == 20
+    assert f"F-measure {score.f_measure:.4f} over 20 frames" in r.stdout
     if form == "cdnet_folder":
         # recognised and said so; ROI.bmp / ROI.jpg beside input/ are not frames
         assert "is a CDnet sequence: frames from input/" in r.stdout
-        assert "processed 40 frames" in r.stdout
+        assert "processed 20 frames" in r.stdout
 
 
 def test_roi_file_in_a_frame_folder_is_not_a_frame(tmp_path):
@@ -98,7 +98,7 @@ def test_roi_file_in_a_frame_folder_is_not_a_frame(tmp_path):
 def test_mask_video_is_lossless_at_the_source_frame_rate(data_dir, tmp_path, suffix):
     video = data_dir / "opencv_samples_video" / "tree.avi"
     out = tmp_path / f"masks{suffix}"
-    r = run(video, "--out", out, "--frames", "30", "--cpu")
+    r = run(video, "--out", out, "--frames", "15", "--cpu")
     assert r.returncode == 0, r.stderr
     assert "(read back: exact)" in r.stdout
     frames, fps = read_video(out)
@@ -107,7 +107,7 @@ def test_mask_video_is_lossless_at_the_source_frame_rate(data_dir, tmp_path, suf
     # the very masks the host reference computes, no value lost
     sub = fastmog.cpu.BackgroundSubtractorMOG2()
     cap = cv2.VideoCapture(str(video))
-    assert len(frames) == 30
+    assert len(frames) == 15
     for written in frames:
         expected = sub.apply(cap.read()[1])
         for c in range(3):
@@ -181,6 +181,8 @@ def test_short_video_says_how_much_was_read_and_exits_3(tmp_path):
     r = run(cut, "--cpu")
     line = one_error_line(r, status=3)        # also: no FFmpeg noise on stderr
     assert f"read {read} frames of the 40" in line and "--accept-short" in line
+    if getattr(fastmog, "VideoReader", None) is not None:
+        assert "truncated or corrupt" in line
     assert f"processed {read} frames" in r.stdout
     r = run(cut, "--cpu", "--accept-short")
     assert r.returncode == 0, r.stderr
@@ -194,6 +196,7 @@ def test_repeated_frames_stored_as_empty_chunks_are_not_short_input(data_dir):
     r = run(data_dir / "opencv_samples_video" / "tree.avi", "--cpu")
     assert r.returncode == 0, r.stderr
     assert "processed 68 frames" in r.stdout
+    assert "the 68 decoded reach the end of its timeline" in r.stdout
 
 
 def test_progress_lines_on_a_terminal(tmp_path):
@@ -294,98 +297,24 @@ def test_no_shadows_alias():
     assert cli.build_parser().parse_args(["--no-shadows"]).detect_shadows is False
 
 
-# ---- video decoding through fastmog.VideoReader (a stand-in here) --------------------
+# ---- video decoding through fastmog.VideoReader ---------------------------------------
 
 
-class _Frame:
-    def __init__(self, index, host):
-        self.index, self.host = index, host
-
-
-class FakeReader:
-    """Host decoding as fastmog.VideoReader does it, through OpenCV; announces
-    `announce` frames and raises DecodeError at frame `corrupt_at`."""
-
-    announce, corrupt_at, fallback = None, None, "NVDEC cannot decode mjpeg"
-    made = []
-
-    def __init__(self, source, *, decode="auto", device=None, grey=False, timer=None):
-        if decode == "nvdec":
-            raise FakeDecodeError("NVDEC is not available: no GPU")
-        self.path, self.grey = source, grey
-        self.backend = "cpu"
-        self.fallback_reason = self.fallback if decode == "auto" else None
-        cap = cv2.VideoCapture(str(source))
-        self.frame_count = self.announce or int(cap.get(cv2.CAP_PROP_FRAME_COUNT))
-        self.fps = cap.get(cv2.CAP_PROP_FPS)
-        cap.release()
-        FakeReader.made.append(self)
-
-    def __iter__(self):
-        cap = cv2.VideoCapture(str(self.path))
-        i = 0
-        while True:
-            ok, frame = cap.read()
-            if not ok:
-                return
-            if i == self.corrupt_at:
-                raise FakeDecodeError(f"corrupt stream at frame {i}")
-            yield _Frame(i, cv2.cvtColor(frame, cv2.COLOR_BGR2GRAY) if self.grey else frame)
-            i += 1
-
-
-class FakeDecodeError(ValueError):
-    pass
-
-
-@pytest.fixture
-def fake_reader(monkeypatch):
-    FakeReader.made = []
-    monkeypatch.setattr(fastmog, "VideoReader", FakeReader, raising=False)
-    monkeypatch.setattr(fastmog, "DecodeError", FakeDecodeError, raising=False)
-    return FakeReader
-
-
-def test_video_reader_host_decode_is_used_and_said(data_dir, tmp_path, fake_reader,
-                                                   monkeypatch, capsys):
-    from fastmog import cli
-
+def test_video_reader_decodes_and_says_so(data_dir, tmp_path):
+    """Host decoding through fastmog.VideoReader: the decoder is named, and
+    the masks are those of OpenCV's frames (grey here)."""
     video = data_dir / "opencv_samples_video" / "tree.avi"
     out = tmp_path / "m.mkv"
-    assert cli.main([str(video), "--cpu", "--grey", "--frames", "8", "--out", str(out)]) == 0
-    text = capsys.readouterr().out
-    assert "decoding on the CPU (the host reference runs here)" in text
-    assert len(fake_reader.made) == 1 and fake_reader.made[0].grey
+    r = run(video, "--cpu", "--grey", "--frames", "8", "--out", out)
+    assert r.returncode == 0, r.stderr
+    assert "fastmog: decoding on the CPU (the host reference runs here)" in r.stdout
     sub = fastmog.cpu.BackgroundSubtractorMOG2()
     cap = cv2.VideoCapture(str(video))
-    frames, fps = read_video(out)
-    assert len(frames) == 8 and fps == pytest.approx(fake_reader.made[0].fps, rel=1e-3)
+    frames, _ = read_video(out)
+    assert len(frames) == 8
     for written in frames:
         grey = cv2.cvtColor(cap.read()[1], cv2.COLOR_BGR2GRAY)
         np.testing.assert_array_equal(written[..., 0], sub.apply(grey))
-
-
-def test_video_reader_short_and_corrupt_input(data_dir, fake_reader, monkeypatch, capsys):
-    from fastmog import cli
-
-    video = data_dir / "opencv_samples_video" / "tree.avi"
-    monkeypatch.setattr(FakeReader, "corrupt_at", 5)
-    assert cli.main([str(video), "--cpu"]) == 3
-    err = capsys.readouterr().err
-    assert "read 5 frames of the 444" in err and "corrupt stream at frame 5" in err
-    assert cli.main([str(video), "--cpu", "--accept-short"]) == 0
-
-
-def test_video_reader_nvdec_refused_where_unavailable(data_dir, fake_reader, capsys):
-    from fastmog import cli
-
-    video = data_dir / "opencv_samples_video" / "tree.avi"
-    assert cli.main([str(video), "--decode", "nvdec", "--frames", "2"]) == 2
-    err = capsys.readouterr().err.splitlines()
-    assert len([l for l in err if l.startswith("fastmog: error:")]) == 1
-    assert "nvdec" in err[-1].lower()
-    assert cli.main([str(video), "--decode", "cpu", "--cpu", "--frames", "2"]) == 0
-    assert "decoding on the CPU" in capsys.readouterr().out
 
 
 # ---- the GPU -------------------------------------------------------------------------

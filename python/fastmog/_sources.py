@@ -101,11 +101,14 @@ class Source:
 
     @property
     def short(self):
-        """True when fewer frames came than the container announced and the
-        stream did not reach the end of its timeline: a file that stores
-        repeated frames as empty chunks (tree.avi: 444 announced, 68 decoded,
-        the last at 29.5 s of 29.6) is complete."""
-        if self.expected is None or self.read >= self.expected:
+        """True when fewer frames came than the container announced (or the
+        decoder stopped on an error) and the stream did not reach the end of
+        its timeline: a file that stores repeated frames as empty chunks
+        (tree.avi: 444 announced, 68 decoded, the last at 29.5 s of 29.6) is
+        complete, even where the reader calls it truncated."""
+        if self.expected is None:
+            return self.decode_error is not None
+        if self.read >= self.expected:
             return False
         return self.reached is None or self.reached < self.expected
 
@@ -155,19 +158,31 @@ def open_frames(found, args, check_memory):
                   fps=args.fps or DEFAULT_FPS)
 
 
-def open_video(found, args, *, on_gpu, device, stream, timer, check_memory):
-    """A video file: through fastmog.VideoReader where this build has one
-    (NVDEC or host decoding, --decode), else OpenCV's decoder."""
+def open_video(found, args, *, on_gpu, stream, timer, check_memory):
+    """A video file, through fastmog.VideoReader (NVDEC or host decoding, as
+    --decode asks), or OpenCV's decoder where the reader cannot take the file
+    name or this build has no reader."""
     import fastmog
 
     reader_type = getattr(fastmog, "VideoReader", None)
+    why_not = None
     if reader_type is None:
-        if args.decode == "nvdec":
-            raise UserError("--decode nvdec: this build of fastmog has no NVDEC reader "
-                            "(fastmog.VideoReader); use --decode cpu")
-        return _open_with_opencv(found, args, check_memory)
-    return _open_with_reader(reader_type, found, args, on_gpu=on_gpu, device=device,
-                             stream=stream, timer=timer, check_memory=check_memory)
+        why_not = "this build of fastmog has no VideoReader"
+    else:
+        try:
+            os.fsdecode(found.path).encode("utf-8")
+        except UnicodeEncodeError:
+            # VideoReader hands str paths to OpenCV, whose binding crashes on
+            # the surrogates of a name that is not UTF-8; bytes work here
+            why_not = "the file name is not UTF-8"
+    if why_not is None:
+        return _open_with_reader(reader_type, found, args, on_gpu=on_gpu, stream=stream,
+                                 timer=timer, check_memory=check_memory)
+    if args.decode == "nvdec":
+        raise UserError(f"--decode nvdec: {why_not}; use --decode cpu")
+    source = _open_with_opencv(found, args, check_memory)
+    source.decoder_line += f": {why_not}"
+    return source
 
 
 def _expected(total, limit):
@@ -251,8 +266,7 @@ def _container_fps(path):
     return fps if fps and fps > 0 else None
 
 
-def _open_with_reader(reader_type, found, args, *, on_gpu, device, stream, timer,
-                      check_memory):
+def _open_with_reader(reader_type, found, args, *, on_gpu, stream, timer, check_memory):
     import fastmog
 
     decode = args.decode
@@ -263,18 +277,16 @@ def _open_with_reader(reader_type, found, args, *, on_gpu, device, stream, timer
         decode = "cpu"
     path = found.path
     try:
-        reader = reader_type(path, stream=stream, decode=decode, device=device, grey=args.grey,
-                             timer=timer)
-    except (ValueError, fastmog.CudaError) as e:
-        # DecodeError is a ValueError: codec, resolution or NVDEC unavailable
+        # NVDEC queues its output on the stream MOG2 runs on
+        reader = reader_type(path, stream=stream if on_gpu else None, decode=decode,
+                             grey=args.grey, timer=timer)
+    except (ValueError, TypeError, fastmog.CudaError) as e:
+        # DecodeError is a ValueError: unreadable file, codec or size NVDEC lacks
         raise UserError(f"cannot read video {shown(path)}: {e}") from None
     if decode == "nvdec" and reader.backend != "nvdec":
         raise UserError(f"--decode nvdec: the reader chose {reader.backend} "
                         f"({reader.fallback_reason or 'no reason given'})")
     on_device = reader.backend == "nvdec"
-    if on_device and not args.grey and not hasattr(fastmog, "nv12_to_bgr"):
-        raise UserError("colour NVDEC frames need fastmog.nv12_to_bgr, which this build "
-                        "lacks: pass --grey or --decode cpu")
     frames = iter(reader)
     try:
         first = next(frames)
@@ -289,10 +301,16 @@ def _open_with_reader(reader_type, found, args, *, on_gpu, device, stream, timer
         shape = first.host.shape
     check_memory(shape)
     limit = args.frames
+    timeline_fps = getattr(reader, "fps", None) or _container_fps(path)
     source = None
 
+    def passed(frame):
+        if timeline_fps and frame.pts is not None:
+            source.reached = round(frame.pts * timeline_fps) + 1
+        return frame if on_device else frame.host
+
     def items():
-        yield first if on_device else first.host
+        yield passed(first)
         n = 1
         while limit is None or n < limit:
             try:
@@ -300,22 +318,19 @@ def _open_with_reader(reader_type, found, args, *, on_gpu, device, stream, timer
             except StopIteration:
                 return
             except fastmog.DecodeError as e:
-                # a corrupt stream ends the input here: reported as short input
+                # the stream ends here; whether it is short input, the timeline says
                 source.decode_error = str(e)
                 return
-            yield frame if on_device else frame.host
+            yield passed(frame)
             n += 1
 
-    expected = _expected(_frame_count(reader), limit)
-    fps = args.fps or getattr(reader, "fps", None) or _container_fps(path) or DEFAULT_FPS
-    source = Source(f"{shown(path)} ({_frame_count(reader) or '?'} frames announced)", shape,
-                    items(),
-                    count=expected, expected=expected, fps=fps, on_device=on_device)
+    announced = _frame_count(reader)
+    expected = _expected(announced, limit)
+    source = Source(f"{shown(path)} ({announced or '?'} frames announced)", shape, items(),
+                    count=expected, expected=expected,
+                    fps=args.fps or timeline_fps or DEFAULT_FPS, on_device=on_device)
     source.reader = reader
-    if on_device:
-        source.decoder_line = "decoding with NVDEC"
-    else:
-        source.decoder_line = "decoding on the CPU"
+    source.decoder_line = "decoding with NVDEC" if on_device else "decoding on the CPU"
     if args.decode == "auto" and not on_gpu:
         source.decoder_line += " (the host reference runs here)"
     elif args.decode == "auto" and reader.fallback_reason:

@@ -220,6 +220,8 @@ def write_preview(path, frame, mask, background):
     cv2 = _cvio.cv2("writing the preview")
 
     def bgr(img):
+        if img.ndim == 3 and img.shape[2] == 1:        # NVDEC's luma plane is H x W x 1
+            img = img[..., 0]
         return cv2.cvtColor(img, cv2.COLOR_GRAY2BGR) if img.ndim == 2 else img[..., :3]
 
     _cvio.write_image(path, np.concatenate([bgr(frame), bgr(mask), bgr(background)], axis=1),

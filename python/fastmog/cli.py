@@ -53,7 +53,8 @@ def run(args):
     if not on_gpu:
         print(f"fastmog: {why_host}: running the host reference (slower)", file=sys.stderr)
     check_memory = _checks.memory_check(on_gpu, args.device, args.n_mixtures)
-    streams = None
+    # upload, compute, download; NVDEC decodes onto the compute stream
+    streams = [fastmog.Stream(device=args.device) for _ in range(3)] if on_gpu else []
     if found.kind == "scene":
         source = _sources.open_scene(args, on_gpu, check_memory)
         print(f"fastmog: rendered the built-in scene in {source.render_seconds:.2f} s "
@@ -61,10 +62,8 @@ def run(args):
     elif found.kind == "frames":
         source = _sources.open_frames(found, args, check_memory)
     else:
-        # NVDEC queues its output on the stream MOG2 runs on (compute, below).
-        streams = _make_streams(args, on_gpu)
-        source = _sources.open_video(found, args, on_gpu=on_gpu, device=args.device,
-                                     stream=streams[1] if streams else None, timer=timer,
+        source = _sources.open_video(found, args, on_gpu=on_gpu,
+                                     stream=streams[1] if on_gpu else None, timer=timer,
                                      check_memory=check_memory)
     truth = None
     if truth_dir is not None:
@@ -78,24 +77,17 @@ def run(args):
     print(f"fastmog: {source.description} on {where}")
     if source.decoder_line:
         print(f"fastmog: {source.decoder_line}")
-    return _process(args, sub, source, writer, truth, timer, on_gpu,
-                    streams if streams is not None else _make_streams(args, on_gpu))
+    return _process(args, sub, source, writer, truth, timer, streams)
 
 
-def _make_streams(args, on_gpu):
-    """Upload, compute and download streams on the GPU; none on the host."""
-    import fastmog
-
-    return [fastmog.Stream(device=args.device) for _ in range(3)] if on_gpu else []
-
-
-def _process(args, sub, source, writer, truth, timer, on_gpu, streams):
+def _process(args, sub, source, writer, truth, timer, streams):
     import fastmog
 
     label = "decoding and processing" if source.decoder_line else "processing"
     progress = Progress(label, source.count)
     last = {}
     done, pixels, interrupted = 0, 0, False
+    on_gpu = bool(streams)
     writer.start(source.fps)
 
     def keep_last(frame):
@@ -127,6 +119,9 @@ def _process(args, sub, source, writer, truth, timer, on_gpu, streams):
         elapsed = time.perf_counter() - started
         progress.close()
         writer.close()
+        reader = getattr(source, "reader", None)
+        if reader is not None:
+            reader.close()                # before its stream: NVDEC works on it
     if done == 0 and not interrupted:
         raise UserError("no frame was processed")
     if not interrupted:
@@ -170,7 +165,10 @@ def _process(args, sub, source, writer, truth, timer, on_gpu, streams):
             print(f"fastmog: wrote the trace {shown(args.trace)}")
     if interrupted:
         return EXIT_INTERRUPTED
-    if source.short or source.decode_error:
+    if not source.short and source.expected and source.read < source.expected:
+        print(f"fastmog: note: the container announces {source.expected} frames; the "
+              f"{source.read} decoded reach the end of its timeline (the others repeat them)")
+    if source.short:
         why = f": {source.decode_error}" if source.decode_error else ""
         of = f" of the {source.expected} its container announces" if source.expected else ""
         what = f"read {source.read} frames{of} (truncated or corrupt video{why})"
@@ -193,16 +191,15 @@ def _host_frames(source):
 
 
 def _device_frames(sub, source, stream, args, timer, last):
-    """NVDEC frames: already on the GPU, so no upload; grey uses the luma
-    plane as it is, colour is converted from NV12 first. Yields host masks."""
+    """NVDEC frames: already on the GPU, so no upload (grey: the luma plane as
+    it is; colour: converted from NV12 on `stream`). A frame's planes are valid
+    until the next is taken, and everything here is queued on `stream` before
+    that. Yields host masks."""
     import fastmog
 
     host_mask = None
     for f in source:
-        if args.grey:
-            frame = fastmog.asgpumat(f.luma, stream=stream)
-        else:
-            frame = fastmog.nv12_to_bgr(f.luma, f.chroma, stream=stream)
+        frame = f.as_input(stream)
         mask = sub.apply(frame, args.learning_rate, stream=stream, timer=timer)
         if host_mask is None:
             host_mask = fastmog.pinned_empty(mask.shape, np.uint8)
