@@ -57,7 +57,7 @@ class Feed:
     def __init__(self, path, *, seconds, max_frames=None, stream=None, **reader_args):
         self.path, self.seconds, self.max_frames = str(path), seconds, max_frames
         self.stream, self.reader_args = stream, reader_args
-        self.frames = self.predecoded = self.passes = 0
+        self.frames = self.predecoded = self.passes = self.opens = 0
         self.open_s = 0.0
         self.pass_frames = set()             # frames per whole pass, to check the clip
         self._held = []
@@ -81,6 +81,7 @@ class Feed:
             t0 = time.perf_counter()
             owner, frames, predecoded = self._open()
             self.open_s += time.perf_counter() - t0
+            self.opens += 1
             self.predecoded += predecoded
             self._held.append(owner)
             n = 0
@@ -160,7 +161,7 @@ class Measure:
     steady_frames: int
     wall_s: float
     open_s: float
-    passes: int
+    opens: int
     note: str = ""
 
     @property
@@ -174,7 +175,7 @@ class Measure:
 
     @property
     def open_ms(self):
-        return 1e3 * self.open_s / max(self.passes, 1)
+        return 1e3 * self.open_s / max(self.opens, 1)
 
 
 def run_feed(make_feed, consume, *, warmup, seconds, max_frames=None, expected_frames=None):
@@ -206,7 +207,7 @@ def measure_of(feed, wall, expected_frames):
     if expected_frames and feed.pass_frames - {expected_frames}:
         note = (f"passes gave {sorted(feed.pass_frames)} frames, clips.json says "
                 f"{expected_frames}")
-    return Measure(feed.frames, feed.steady_frames, wall, feed.open_s, feed.passes, note)
+    return Measure(feed.frames, feed.steady_frames, wall, feed.open_s, feed.opens, note)
 
 
 # ---- what each row does with the frames ---------------------------------------------
@@ -395,7 +396,7 @@ def run_parallel(path, n, *, work, seconds, warmup, height, width):
     total = sum(m.fps for m in measures)
     slowest = min(m.fps for m in measures)
     m = Measure(sum(x.frames for x in measures), sum(x.steady_frames for x in measures), wall,
-                0.0, sum(x.passes for x in measures),
+                0.0, sum(x.opens for x in measures),
                 f"per decoder {slowest:.0f}-{max(x.fps for x in measures):.0f} frames/s")
     return m, total
 
