@@ -57,7 +57,7 @@ class Feed:
     def __init__(self, path, *, seconds, max_frames=None, stream=None, **reader_args):
         self.path, self.seconds, self.max_frames = str(path), seconds, max_frames
         self.stream, self.reader_args = stream, reader_args
-        self.frames = self.predecoded = self.passes = self.opens = 0
+        self.frames = self.predecoded = self.opens = 0
         self.open_s = 0.0
         self.pass_frames = set()             # frames per whole pass, to check the clip
         self._held = []
@@ -91,7 +91,6 @@ class Feed:
                 yield frame
                 if self.max_frames and self.frames >= self.max_frames:
                     return
-            self.passes += 1
             self.pass_frames.add(n)
             if self.stream is not None:
                 self.stream.synchronize()
