@@ -1,7 +1,8 @@
 """What the sdist and the wheel carry: every source the build compiles (an
 sdist without cuda/*.cu builds a module with undefined symbols) and the typing
-files. The archives come from $FASTMOG_SDIST and $FASTMOG_WHEEL, which
-.ci/run and .ci/build-wheel set; without them these tests skip."""
+files. The archives come from $FASTMOG_SDIST (set by .ci/run and
+.ci/build-wheel) and $FASTMOG_WHEEL (set by .ci/build-wheel); without them
+these tests skip."""
 import os
 import pathlib
 import re
@@ -18,7 +19,7 @@ TYPING = ["python/fastmog/py.typed", "python/fastmog/_fastmog.pyi"]
 def _archive(var):
     path = os.environ.get(var)
     if not path:
-        pytest.skip(f"set {var} to the archive to check (.ci/run does)")
+        pytest.skip(f"set {var} to the archive to check (.ci/run and .ci/build-wheel do)")
     return pathlib.Path(path)
 
 
