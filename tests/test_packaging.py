@@ -1,9 +1,11 @@
 """What the sdist and the wheel carry: every source the build compiles (an
 sdist without cuda/*.cu builds a module with undefined symbols) and the typing
-files. The archives come from $FASTMOG_SDIST and $FASTMOG_WHEEL, which
-.ci/run and .ci/build-wheel set; without them these tests skip."""
+files. The archives come from $FASTMOG_SDIST (set by .ci/run and
+.ci/build-wheel) and $FASTMOG_WHEEL (set by .ci/build-wheel); without them
+these tests skip."""
 import os
 import pathlib
+import re
 import tarfile
 import zipfile
 
@@ -17,7 +19,7 @@ TYPING = ["python/fastmog/py.typed", "python/fastmog/_fastmog.pyi"]
 def _archive(var):
     path = os.environ.get(var)
     if not path:
-        pytest.skip(f"set {var} to the archive to check (.ci/run does)")
+        pytest.skip(f"set {var} to the archive to check (.ci/run and .ci/build-wheel do)")
     return pathlib.Path(path)
 
 
@@ -41,3 +43,17 @@ def test_wheel_has_the_module_and_typing_files():
         names = set(zf.namelist())
     assert {"fastmog/py.typed", "fastmog/_fastmog.pyi", "fastmog/__init__.py"} <= names
     assert any(n.startswith("fastmog/_fastmog.") and n.endswith(".so") for n in names), names
+
+
+def test_readme_requirements_match_the_build():
+    readme = (ROOT / "README.md").read_text()
+    requirements = readme.split("## Requirements", 1)[1].split("\n## ", 1)[0]
+    setup_py = (ROOT / "setup.py").read_text()
+    archs = re.search(r'DEFAULT_ARCHS = "([0-9;]+)"', setup_py).group(1).split(";")
+    # Every architecture built is named as a compute capability, e.g. 8.6 for 86.
+    named = set(re.findall(r"\b(\d+)\.(\d)\b", requirements))
+    assert {(a[:-1], a[-1]) for a in archs} <= named, (archs, named)
+    python = re.search(r'requires-python = ">=(\d+\.\d+)"',
+                       (ROOT / "pyproject.toml").read_text()).group(1)
+    assert f"**Python**: {python} or newer" in requirements
+    assert f"`{';'.join(archs)}`" in readme.split("## Install", 1)[1]

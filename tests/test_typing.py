@@ -106,3 +106,13 @@ def test_package_type_checks():
     r = _mypy([], ROOT)
     assert r.returncode == 0, r.stdout + r.stderr
     assert "Success" in r.stdout
+
+
+def test_stubgen_reads_the_extension(tmp_path):
+    # stubgen once died on a property docstring it took for a type ("Sync mode: ...").
+    # mypy.stubgen is compiled (mypyc), so `python -m` cannot run it: call main().
+    code = "import sys; from mypy.stubgen import main; main(sys.argv[1:])"
+    r = subprocess.run([sys.executable, "-c", code, "-m", "fastmog._fastmog", "-o", str(tmp_path)],
+                       capture_output=True, text=True, env=_env(), timeout=600)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "class _Timer" in (tmp_path / "fastmog" / "_fastmog.pyi").read_text()
