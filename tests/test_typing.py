@@ -53,7 +53,7 @@ SNIPPET = textwrap.dedent("""\
     fastmog.asgpumat(image)  # error: Missing named argument "stream"
     host.apply(frame, stream=stream)  # error: Unexpected keyword argument "stream"
     sub.history = 1.5  # error: Incompatible types in assignment
-    sub.frame_count = 3  # error: Property "frame_count" defined in "BackgroundSubtractorMOG2" is read-only
+    sub.frame_count = 3  # error: Property "frame_count" defined in "_MOG2Base" is read-only
     """)
 
 
