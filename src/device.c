@@ -166,16 +166,28 @@ PyObject *fm_synchronize(fm_state *st, const char *name, PyObject *timer, fm_Str
 
 /* ---- module functions: what devices there are ------------------------------ */
 
+/* Asks the runtime for devices: cudaSuccess with count > 0 when a GPU is
+ * usable, cudaErrorNoDevice when there is none, else why not. Never raises. */
+static cudaError_t probe_devices(int *count)
+{
+    *count = 0;
+    cudaError_t err = cudaGetDeviceCount(count);
+    (void)cudaGetLastError();
+    if (err != cudaSuccess)
+        *count = 0;
+    else if (*count == 0)
+        err = cudaErrorNoDevice;
+    return err;
+}
+
 PyDoc_STRVAR(cuda_available_doc,
 "cuda_available($module, /)\n--\n\n"
 "True if the CUDA driver is loaded and at least one GPU is usable.");
 
 static PyObject *cuda_available(PyObject *module, PyObject *Py_UNUSED(ignored))
 {
-    int count = 0;
-    cudaError_t err = cudaGetDeviceCount(&count);
-    (void)cudaGetLastError();
-    return PyBool_FromLong(err == cudaSuccess && count > 0);
+    int count;
+    return PyBool_FromLong(probe_devices(&count) == cudaSuccess);
 }
 
 PyDoc_STRVAR(device_count_doc,
@@ -184,11 +196,8 @@ PyDoc_STRVAR(device_count_doc,
 
 static PyObject *device_count(PyObject *module, PyObject *Py_UNUSED(ignored))
 {
-    int count = 0;
-    if (cudaGetDeviceCount(&count) != cudaSuccess) {
-        (void)cudaGetLastError();
-        count = 0;
-    }
+    int count;
+    (void)probe_devices(&count);
     return PyLong_FromLong(count);
 }
 
@@ -199,11 +208,8 @@ PyDoc_STRVAR(cuda_status_doc,
 
 static PyObject *cuda_status(PyObject *module, PyObject *Py_UNUSED(ignored))
 {
-    int count = 0;
-    cudaError_t err = cudaGetDeviceCount(&count);
-    (void)cudaGetLastError();
-    if (err == cudaSuccess && count == 0)
-        err = cudaErrorNoDevice;
+    int count;
+    cudaError_t err = probe_devices(&count);
     return Py_BuildValue("(ss)", cudaGetErrorName(err), cudaGetErrorString(err));
 }
 

@@ -276,8 +276,8 @@ static void DeviceBuffer_dealloc(PyObject *op)
 static PyObject *DeviceBuffer_repr(PyObject *op)
 {
     fm_DeviceBuffer *self = (fm_DeviceBuffer *)op;
-    return PyUnicode_FromFormat("<fastmog._DeviceBuffer %zu bytes at 0x%zx device=%d%s>",
-                                self->size, (size_t)(uintptr_t)self->ptr, self->device,
+    return PyUnicode_FromFormat("<fastmog._DeviceBuffer %zu bytes at %p device=%d%s>",
+                                self->size, self->ptr, self->device,
                                 self->owner ? " foreign" : "");
 }
 

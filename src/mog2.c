@@ -143,21 +143,22 @@ static PyObject *MOG2_apply(PyObject *op, PyObject *args, PyObject *kwargs)
     fm_MOG2 *self = (fm_MOG2 *)op;
     PyObject *frame_arg, *stream_arg = NULL, *fgmask_arg = Py_None, *known_arg = Py_None;
     PyObject *timer = NULL, *result = NULL;
-    double learning_rate = -1.0;
+    double learning_rate;
+    PyObject *rate_arg = NULL;
     fm_GpuMat *frame = NULL, *known = NULL, *fgmask = NULL;
     fm_mog2_step step;
     fm_device_guard guard;
     fm_call call;
 
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|d$OOOO:apply", kwlist, &frame_arg,
-                                     &learning_rate, &stream_arg, &fgmask_arg, &known_arg, &timer))
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|O$OOOO:apply", kwlist, &frame_arg,
+                                     &rate_arg, &stream_arg, &fgmask_arg, &known_arg, &timer))
         return NULL;
     fm_Stream *stream = fm_require_stream(st, stream_arg, self->device);
     if (stream == NULL)
         return NULL;
     if (fgmask_arg != Py_None && (fgmask = fm_gpumat_check_open(st, fgmask_arg, "fgmask")) == NULL)
         return NULL;
-    if (fm_mog2_check_learning_rate(learning_rate) < 0)
+    if (fm_mog2_learning_rate_arg(rate_arg, &learning_rate) < 0)
         return NULL;
     int h, w, c;
     fm_peek_shape(st, frame_arg, &h, &w, &c);

@@ -115,7 +115,7 @@ static int field_convert(const field *f, PyObject *value, double *out)
         return -1;
     }
     if (f->kind == FIELD_BOOL) {
-        if (!PyBool_Check(value) && !PyLong_Check(value)) {
+        if (!PyBool_Check(value) && !PyLong_Check(value) && !PyArray_IsScalar(value, Bool)) {
             PyErr_Format(PyExc_TypeError, "%s must be True or False, not %.200s", f->name,
                          Py_TYPE(value)->tp_name);
             return -1;
@@ -424,13 +424,32 @@ void fm_mog2_unlock(fm_MOG2Base *self)
     PyThread_release_lock(self->lock);
 }
 
-int fm_mog2_check_learning_rate(double learning_rate)
+int fm_mog2_learning_rate_arg(PyObject *arg, double *rate)
 {
-    if (isnan(learning_rate)) {
-        PyErr_SetString(PyExc_ValueError,
-                        "learning_rate must be a number (negative: automatic), got nan");
+    *rate = -1.0;
+    if (arg == NULL)
+        return 0;
+    if (!PyFloat_Check(arg) && !PyLong_Check(arg)) {
+        PyErr_Format(PyExc_TypeError, "learning_rate must be a number, not %.200s",
+                     Py_TYPE(arg)->tp_name);
         return -1;
     }
+    double v = PyFloat_AsDouble(arg);
+    if (v == -1.0 && PyErr_Occurred()) {
+        if (!PyErr_ExceptionMatches(PyExc_OverflowError))
+            return -1;
+        PyErr_Clear();
+        /* An int too large for a float: a huge negative one is still "automatic". */
+        v = PyObject_RichCompareBool(arg, Py_False, Py_LT) == 1 ? -HUGE_VAL : HUGE_VAL;
+    }
+    /* OpenCV takes any finite rate (1 and more restart the model every frame)
+     * and any negative one (automatic); NaN and +inf mean nothing. */
+    if (isnan(v) || v == HUGE_VAL) {
+        PyErr_Format(PyExc_ValueError,
+                     "learning_rate must be a finite number (negative: automatic), got %R", arg);
+        return -1;
+    }
+    *rate = v;
     return 0;
 }
 

@@ -86,8 +86,9 @@ fm_image_rule fm_mog2_background_rule(const fm_mog2_geometry *g);
 /* The shape of the background image of a model (uint8 or float32). */
 fm_image_shape fm_mog2_background_shape(const fm_mog2_geometry *g);
 
-/* -1 with ValueError for a NaN rate (negative is automatic). */
-int fm_mog2_check_learning_rate(double learning_rate);
+/* Converts apply()'s learning_rate (NULL: not given, automatic): a finite
+ * number, or any negative one meaning automatic; TypeError or ValueError. */
+int fm_mog2_learning_rate_arg(PyObject *arg, double *rate);
 fm_mog2_params fm_mog2_settings_params(const fm_mog2_settings *s);
 
 /* The one layout of a model in one allocation, for both subtractors: the

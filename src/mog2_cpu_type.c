@@ -56,16 +56,17 @@ static PyObject *MOG2Cpu_apply(PyObject *op, PyObject *args, PyObject *kwargs)
     fm_state *st = fm_state_of(op);
     PyObject *frame_arg, *fgmask_arg = Py_None, *known_arg = Py_None, *timer = NULL;
     PyObject *mask = NULL;
-    double learning_rate = -1.0;
+    double learning_rate;
+    PyObject *rate_arg = NULL;
     fm_host_image frame, known, out;
     fm_mog2_step step;
     fm_call call;
 
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|d$OOO:apply", kwlist, &frame_arg,
-                                     &learning_rate, &fgmask_arg, &known_arg, &timer))
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|O$OOO:apply", kwlist, &frame_arg,
+                                     &rate_arg, &fgmask_arg, &known_arg, &timer))
         return NULL;
     fm_image_rule frame_rule = fm_mog2_frame_rule();
-    if (fm_mog2_check_learning_rate(learning_rate) < 0
+    if (fm_mog2_learning_rate_arg(rate_arg, &learning_rate) < 0
         || fm_host_image_check(frame_arg, "frame", &frame_rule, &frame) < 0)
         return NULL;
     fm_image_rule mask_rule = fm_mog2_mask_rule(&frame.shape, 0);

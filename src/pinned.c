@@ -144,8 +144,8 @@ static void PinnedBuffer_dealloc(PyObject *op)
 static PyObject *PinnedBuffer_repr(PyObject *op)
 {
     fm_PinnedBuffer *self = (fm_PinnedBuffer *)op;
-    return PyUnicode_FromFormat("<fastmog._PinnedBuffer %zu bytes at 0x%zx>",
-                                self->size, (size_t)(uintptr_t)self->ptr);
+    return PyUnicode_FromFormat("<fastmog._PinnedBuffer %zu bytes at %p>",
+                                self->size, self->ptr);
 }
 
 static PyType_Slot PinnedBuffer_slots[] = {

@@ -51,15 +51,27 @@ static PyObject *Stream_new(PyTypeObject *type, PyObject *args, PyObject *kwargs
 {
     static char *kwlist[] = {"device", "priority", "non_blocking", NULL};
     fm_state *st = fm_state_of_type(type);
-    PyObject *device_arg = Py_None;
+    PyObject *device_arg = Py_None, *priority_arg = NULL;
     int priority = 0, non_blocking = 1;
     int device, least, greatest;
     fm_device_guard guard = {0, 0};
     fm_Stream *self = NULL;
 
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|$Oip:Stream", kwlist,
-                                     &device_arg, &priority, &non_blocking))
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|$OO!p:Stream", kwlist, &device_arg,
+                                     &PyLong_Type, &priority_arg, &non_blocking))
         return NULL;
+    if (priority_arg != NULL) {
+        /* Any int is a question about the range; one past int is outside it. */
+        int overflow;
+        long value = PyLong_AsLongAndOverflow(priority_arg, &overflow);
+        if (overflow || value < INT_MIN || value > INT_MAX) {
+            PyErr_Format(PyExc_ValueError,
+                         "priority=%R is outside every device's range (small ints; lower "
+                         "numbers run first)", priority_arg);
+            return NULL;
+        }
+        priority = (int)value;
+    }
     if (fm_resolve_device(st, device_arg, &device) < 0)
         return NULL;
     if (fm_device_enter(st, device, &guard) < 0)
@@ -208,7 +220,7 @@ static PyObject *Stream_wrap(PyTypeObject *type, PyObject *args, PyObject *kwarg
     else {
         cudaError_t err = cudaStreamGetDevice(handle, &device);
         if (err != cudaSuccess)
-            return fm_cuda_error(st, err, "finding the device of stream 0x%zx", (size_t)raw);
+            return fm_cuda_error(st, err, "finding the device of stream %p", (void *)raw);
     }
     fm_Stream *self = stream_alloc(type);
     if (self == NULL)
@@ -431,8 +443,8 @@ static PyObject *Stream_repr(PyObject *op)
         return PyUnicode_FromString("<fastmog.Stream closed>");
     const char *kind = self->handle == cudaStreamLegacy ? "legacy default"
                        : self->owned ? "owned" : "wrapped";
-    return PyUnicode_FromFormat("<fastmog.Stream %s 0x%zx device=%d>", kind,
-                                (size_t)(uintptr_t)self->handle, self->device);
+    return PyUnicode_FromFormat("<fastmog.Stream %s %p device=%d>", kind,
+                                (void *)self->handle, self->device);
 }
 
 static int Stream_traverse(PyObject *op, visitproc visit, void *arg)
