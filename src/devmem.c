@@ -5,8 +5,13 @@
  * device (cudaFree does): a buffer is freed with cudaFreeAsync on the last
  * stream that used it, after fences for the streams used before. The pools
  * reuse a block only once its free has completed ("opportunistic" reuse
- * alone), and fastmog allocates on the per-thread default stream, where it
- * never frees; so a new block is safe on every stream at once. */
+ * alone), and fastmog allocates on the per-thread default stream; so a new
+ * block is safe on every stream at once. A buffer whose last stream is gone
+ * (closed) is freed on the per-thread stream, after the fences.
+ *
+ * The rule, owned here: memory is released only after every stream that used
+ * it has passed the point of use, ours (fm_device_buffer_use) or a consumer's
+ * (fm_device_buffer_consumer_done, for DLPack exports). */
 #include "fastmog.h"
 
 #define FM_DEVICE_CACHE_BYTES ((uint64_t)512 << 20)
@@ -137,15 +142,18 @@ fm_DeviceBuffer *fm_device_buffer_wrap(fm_state *st, int device, void *ptr,
     return self;
 }
 
-static int remember_earlier_use(fm_state *st, fm_DeviceBuffer *buf, fm_Stream *previous)
+/* Records a fence at the current end of `handle`, kept under `key` (one
+ * slot per stream), for the release to wait on. */
+static int remember_use(fm_state *st, fm_DeviceBuffer *buf, const void *key,
+                        cudaStream_t handle)
 {
     int slot = -1;
     for (int i = 0; i < buf->n_earlier; i++)
-        if (buf->earlier_streams[i] == previous)
+        if (buf->earlier_streams[i] == key)
             slot = i;
     if (slot < 0 && buf->n_earlier == FM_EARLIER_STREAMS_MAX) {
-        /* Out of slots: fold the oldest fence into the previous stream. */
-        FM_CUDA_CHECK(st, cudaStreamWaitEvent(previous->handle, buf->earlier_fences[0], 0),
+        /* Out of slots: fold the oldest fence into this stream. */
+        FM_CUDA_CHECK(st, cudaStreamWaitEvent(handle, buf->earlier_fences[0], 0),
                       "ordering the release of a device buffer");
         fm_fence_release(st, buf->device, buf->earlier_fences[0]);
         memmove(&buf->earlier_streams[0], &buf->earlier_streams[1],
@@ -158,11 +166,22 @@ static int remember_earlier_use(fm_state *st, fm_DeviceBuffer *buf, fm_Stream *p
         if (fm_fence_acquire(st, buf->device, &buf->earlier_fences[buf->n_earlier]) < 0)
             return -1;
         slot = buf->n_earlier++;
-        buf->earlier_streams[slot] = previous;
+        buf->earlier_streams[slot] = key;
     }
-    FM_CUDA_CHECK(st, cudaEventRecord(buf->earlier_fences[slot], previous->handle),
+    FM_CUDA_CHECK(st, cudaEventRecord(buf->earlier_fences[slot], handle),
                   "recording the use of a device buffer");
     return 0;
+}
+
+int fm_device_buffer_consumer_done(fm_state *st, fm_DeviceBuffer *buf, cudaStream_t consumer)
+{
+    fm_device_guard guard;
+    if (fm_device_enter(st, buf->device, &guard) < 0)
+        return -1;
+    /* Tagged in the low bit, so a raw handle never matches a Stream object. */
+    int rc = remember_use(st, buf, (const void *)((uintptr_t)consumer | 1), consumer);
+    fm_device_exit(&guard);
+    return rc;
 }
 
 /* Makes `stream` wait for the fences of earlier uses. */
@@ -195,7 +214,7 @@ int fm_device_buffer_use(fm_state *st, fm_DeviceBuffer *buf, fm_Stream *stream,
         return 0;
     /* A closed stream was synchronized by close(): nothing to fence. */
     if (previous != NULL && !previous->closed
-        && remember_earlier_use(st, buf, previous) < 0)
+        && remember_use(st, buf, previous, previous->handle) < 0)
         return -1;
     Py_INCREF(stream);
     buf->last_stream = stream;

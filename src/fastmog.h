@@ -436,7 +436,7 @@ typedef struct fm_DeviceBuffer {
     /* Fences after the uses on earlier streams, each recorded when use moved
      * to another stream; identity only, never dereferenced. */
     int n_earlier;
-    const fm_Stream *earlier_streams[FM_EARLIER_STREAMS_MAX];
+    const void *earlier_streams[FM_EARLIER_STREAMS_MAX];
     cudaEvent_t earlier_fences[FM_EARLIER_STREAMS_MAX];
 } fm_DeviceBuffer;
 
@@ -463,6 +463,11 @@ enum fm_use {
  * the ordering rule. The buffer's device must be current. */
 int fm_device_buffer_use(fm_state *st, fm_DeviceBuffer *buf, fm_Stream *stream,
                          enum fm_use how);
+
+/* A consumer that was handed the memory on stream `consumer` (a DLPack
+ * export) is done with it once the work queued there so far is: the release
+ * waits for that too. */
+int fm_device_buffer_consumer_done(fm_state *st, fm_DeviceBuffer *buf, cudaStream_t consumer);
 
 /* Makes a foreign stream wait (on the GPU) for every queued use. */
 int fm_device_buffer_order_before(fm_state *st, fm_DeviceBuffer *buf, cudaStream_t consumer);

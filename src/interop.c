@@ -87,13 +87,24 @@ typedef struct export_ctx {
     int64_t shape[3];
     int64_t strides[3];
     PyObject *buffer;   /* strong reference */
+    int has_consumer;
+    cudaStream_t consumer;  /* the stream the consumer asked for */
 } export_ctx;
 
+/* Runs when the consumer lets go of the tensor, its kernels on the stream it
+ * named possibly still queued: the memory is released only after them. */
 static void export_ctx_free(export_ctx *ctx)
 {
     if (Py_IsInitialized()) {
         PyGILState_STATE gil = PyGILState_Ensure();
+        fm_saved_error saved = fm_error_save();
+        if (ctx->buffer != NULL && ctx->has_consumer) {
+            fm_DeviceBuffer *buf = (fm_DeviceBuffer *)ctx->buffer;
+            if (fm_device_buffer_consumer_done(fm_state_of(ctx->buffer), buf, ctx->consumer) < 0)
+                PyErr_WriteUnraisable(ctx->buffer);
+        }
         Py_XDECREF(ctx->buffer);
+        fm_error_restore(saved);
         PyGILState_Release(gil);
     }
     PyMem_RawFree(ctx);
@@ -186,17 +197,18 @@ PyObject *fm_gpumat_dlpack(PyObject *self, PyObject *args, PyObject *kwargs)
             return NULL;
         }
     }
-    if (consumer != -1) {
-        cudaStream_t s = stream_arg == Py_None ? cudaStreamLegacy
-                                               : protocol_int_to_stream((uintptr_t)consumer);
-        if (fm_device_buffer_order_before(st, m->buffer, s) < 0)
-            return NULL;
-    }
+    cudaStream_t consumer_stream = stream_arg == Py_None
+                                       ? cudaStreamLegacy
+                                       : protocol_int_to_stream((uintptr_t)consumer);
+    if (consumer != -1 && fm_device_buffer_order_before(st, m->buffer, consumer_stream) < 0)
+        return NULL;
 
     export_ctx *ctx = PyMem_RawCalloc(1, sizeof *ctx);
     if (ctx == NULL)
         return PyErr_NoMemory();
     ctx->buffer = Py_NewRef(m->buffer);
+    ctx->has_consumer = consumer != -1;
+    ctx->consumer = consumer_stream;
     fm_dl_tensor t;
     memset(&t, 0, sizeof t);
     t.data = m->data;

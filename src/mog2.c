@@ -180,7 +180,10 @@ static PyObject *MOG2_apply(PyObject *op, PyObject *args, PyObject *kwargs)
                                        &self->known_staging, timer)) == NULL)
         goto done;
     mask_rule.writable = 1;
-    if (fgmask != NULL && (fm_image_rule_check(&mask_rule, &fgmask->shape, "fgmask") < 0
+    /* Checked again: another thread may have closed it while this one waited
+     * for the lock or staged a frame (the GIL was released). */
+    if (fgmask != NULL && (fm_gpumat_check_open(st, fgmask_arg, "fgmask") == NULL
+                           || fm_image_rule_check(&mask_rule, &fgmask->shape, "fgmask") < 0
                            || fm_check_same_device(fgmask, self->device, "fgmask") < 0))
         goto done;
     if (fm_mog2_plan(&self->base, &frame->shape, learning_rate, &step) < 0)

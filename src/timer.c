@@ -270,11 +270,17 @@ static int resolve(fm_Timer *t)
         fm_record *r = &t->records[i];
         if (r->gpu_ms >= 0 || r->start == NULL || r->end == NULL)
             continue;
-        cudaError_t err = cudaEventQuery(r->end);
+        cudaEvent_t end = r->end;
+        cudaError_t err = cudaEventQuery(end);
         if (err == cudaErrorNotReady) {
             Py_BEGIN_ALLOW_THREADS
-            err = cudaEventSynchronize(r->end);
+            err = cudaEventSynchronize(end);
             Py_END_ALLOW_THREADS
+            /* Another thread may have recorded (moving the array), reset or
+             * resolved meanwhile: look the record up again. */
+            if (i >= t->n || t->records[i].end != end)
+                continue;
+            r = &t->records[i];
         }
         float ms = 0.0f, start_ms = 0.0f;
         if (err == cudaSuccess)

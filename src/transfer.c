@@ -11,9 +11,12 @@ int fm_upload(fm_state *st, fm_GpuMat *dst, const fm_host_image *src, fm_Stream 
     const char *from = src->data;
     size_t from_pitch = src->pitch;
     PyObject *keep = Py_NewRef(src->array);
+    /* Held through the copy: staging releases the GIL, and another thread may
+     * close `dst` meanwhile; the memory must outlive the queued copy. */
+    fm_DeviceBuffer *buffer = (fm_DeviceBuffer *)Py_NewRef(dst->buffer);
     int rc = -1;
 
-    if (fm_device_buffer_use(st, dst->buffer, stream, how) < 0)
+    if (fm_device_buffer_use(st, buffer, stream, how) < 0)
         goto done;
     if (!fm_host_image_pinned(src)) {
         /* A pageable source would make the runtime wait for the stream
@@ -40,6 +43,7 @@ int fm_upload(fm_state *st, fm_GpuMat *dst, const fm_host_image *src, fm_Stream 
         goto done;
     rc = fm_keepalive_add(st, stream, keep);
 done:
+    Py_DECREF(buffer);
     Py_DECREF(keep);
     return rc;
 }
@@ -52,10 +56,15 @@ PyObject *fm_download(fm_state *st, fm_GpuMat *src, const fm_host_image *dst, in
     PyObject *result;
     int pinned = 1;
     cudaError_t err;
+    /* Held through the copy: allocating and waiting release the GIL, and
+     * another thread may close `src` meanwhile. */
+    fm_DeviceBuffer *buffer = (fm_DeviceBuffer *)Py_NewRef(src->buffer);
 
     if (dst == NULL) {
-        if ((result = fm_host_image_new_pinned(st, s)) == NULL)
+        if ((result = fm_host_image_new_pinned(st, s)) == NULL) {
+            Py_DECREF(buffer);
             return NULL;
+        }
     }
     else {
         pinned = fm_host_image_pinned(dst);
@@ -63,13 +72,14 @@ PyObject *fm_download(fm_state *st, fm_GpuMat *src, const fm_host_image *dst, in
             PyErr_SetString(PyExc_ValueError,
                             "a non-blocking download needs a pinned destination: "
                             "use fastmog.pinned_like(...) or download(stream=s) with out=None");
+            Py_DECREF(buffer);
             return NULL;
         }
         result = Py_NewRef(dst->array);
         pitch = dst->pitch;
     }
     char *to = PyArray_BYTES((PyArrayObject *)result);
-    if (fm_device_buffer_use(st, src->buffer, stream, FM_USE_RELEASE_AFTER) < 0)
+    if (fm_device_buffer_use(st, buffer, stream, FM_USE_RELEASE_AFTER) < 0)
         goto error;
     if (!pinned) {
         /* Wait first, interruptibly; the pageable copy then runs at once. */
@@ -114,9 +124,11 @@ PyObject *fm_download(fm_state *st, fm_GpuMat *src, const fm_host_image *dst, in
             goto error;
         fm_keepalive_sweep(st);
     }
+    Py_DECREF(buffer);
     return result;
 
 error:
+    Py_DECREF(buffer);
     Py_DECREF(result);
     return NULL;
 }
@@ -188,9 +200,12 @@ fm_GpuMat *fm_as_device_image(fm_state *st, PyObject *obj, const char *argname,
         return upload_to_staging(st, &src, stream, staging, timer);
     }
     if (Py_IS_TYPE(obj, st->GpuMat_type)) {
-        if ((m = fm_gpumat_check_open(st, obj, argname)) == NULL)
+        /* A view of our own, not the caller's object: another thread may close
+         * that one while this call stages other input with the GIL released. */
+        fm_GpuMat *given = fm_gpumat_check_open(st, obj, argname);
+        if (given == NULL || (m = fm_gpumat_view(st, given->buffer, given->data, given->pitch,
+                                                  &given->shape)) == NULL)
             return NULL;
-        Py_INCREF(m);
     }
     else if ((m = fm_view_device_array(st, obj, argname, stream)) == NULL) {
         return NULL;
@@ -234,7 +249,14 @@ static PyObject *asgpumat(PyObject *module, PyObject *args, PyObject *kwargs)
         return NULL;
     }
     fm_Stream *stream = fm_require_stream(st, stream_arg, -1);
-    if (stream == NULL || fm_device_enter(st, stream->device, &guard) < 0)
+    if (stream == NULL)
+        return NULL;
+    if (Py_IS_TYPE(obj, st->GpuMat_type)) {  /* already one: itself */
+        fm_GpuMat *given = fm_gpumat_check_open(st, obj, "obj");
+        return given != NULL && fm_check_same_device(given, stream->device, "obj") == 0
+                   ? Py_NewRef(obj) : NULL;
+    }
+    if (fm_device_enter(st, stream->device, &guard) < 0)
         return NULL;
     fm_GpuMat *m = fm_as_device_image(st, obj, "obj", &fm_gpumat_rule, stream, NULL, NULL);
     if (m != NULL && fm_device_buffer_use(st, m->buffer, stream, FM_USE_RELEASE_AFTER) < 0)
