@@ -198,3 +198,24 @@ def test_stream_repr_shows_a_hex_handle():
 
     with fastmog.Stream() as s:
         assert re.fullmatch(r"<fastmog\.Stream owned 0x[0-9a-f]+ device=\d+>", repr(s)), repr(s)
+
+
+def test_fgmask_closed_while_apply_waits_for_the_lock(rng):
+    """Thread A holds the subtractor (staging a large pageable frame); thread
+    B's apply waits for it with fgmask=g; g is closed meanwhile. B must say
+    so, not write through a released buffer."""
+    sub = fastmog.BackgroundSubtractorMOG2()
+    big = random_image(rng, (8192, 8192), np.uint8)   # staged with the GIL released
+    small = random_image(rng, (8192, 8192), np.uint8)
+    g = fastmog.GpuMat((8192, 8192))
+    with fastmog.Stream() as s1, fastmog.Stream() as s2:
+        a, a_errors = _in_thread(lambda: [sub.apply(big, stream=s1) for _ in range(5)])
+        time.sleep(0.02)
+        b, b_errors = _in_thread(lambda: sub.apply(small, stream=s2, fgmask=g))
+        time.sleep(0.02)
+        g.close()
+        a.join()
+        b.join()
+    assert not a_errors, a_errors
+    assert not b_errors or (isinstance(b_errors[0], ValueError)
+                            and "closed" in str(b_errors[0])), b_errors
