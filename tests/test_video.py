@@ -114,18 +114,24 @@ def test_host_ring_is_pinned_where_it_can_be(clips):
             assert reader.pinned is False and reader._decoder.pinned_reason
 
 
-@pytest.mark.parametrize("name", DAMAGED)
-def test_broken_stream_stops_at_the_first_bad_frame(clips, name):
-    """Every good frame is delivered, then DecodeError names the frame index;
-    FFmpeg read through PyAV (independently) decodes the same number."""
-    reader = fastmog.VideoReader(clips / name, decode="cpu")
+def _read_until_broken(reader, clips, name):
+    """Reads a damaged clip: every good frame in order, then DecodeError with
+    the index of the first bad one. Returns (indices, error)."""
     got = []
     with pytest.raises(fastmog.DecodeError, match="truncated or corrupt") as info:
         for frame in reader:
             got.append(frame.index)
     assert got == list(range(len(got)))
     assert info.value.frame_index == len(got) < manifest(clips)[name]["frames"]
-    assert str(len(got)) in str(info.value)
+    return got, info.value
+
+
+@pytest.mark.parametrize("name", DAMAGED)
+def test_broken_stream_stops_at_the_first_bad_frame(clips, name):
+    """Every good frame is delivered, then DecodeError names the frame index;
+    FFmpeg read through PyAV (independently) decodes the same number."""
+    got, error = _read_until_broken(fastmog.VideoReader(clips / name, decode="cpu"), clips, name)
+    assert str(len(got)) in str(error)
     assert len(got) == len(manifest(clips)[name]["y_sha256"])   # FFmpeg via PyAV
 
 
@@ -362,13 +368,8 @@ def test_auto_picks_nvdec_and_times_it(clips, nvdec):
 @pytest.mark.gpu
 @pytest.mark.parametrize("name", DAMAGED)
 def test_nvdec_broken_stream_stops_with_the_index(clips, nvdec, name):
-    reader = fastmog.VideoReader(clips / name, stream=nvdec, decode="nvdec", grey=True)
-    got = []
-    with pytest.raises(fastmog.DecodeError, match="truncated or corrupt") as info:
-        for frame in reader:
-            got.append(frame.index)
-    assert got == list(range(len(got)))
-    assert info.value.frame_index == len(got) < manifest(clips)[name]["frames"]
+    _read_until_broken(fastmog.VideoReader(clips / name, stream=nvdec, decode="nvdec",
+                                           grey=True), clips, name)
 
 
 @pytest.mark.gpu
