@@ -16,6 +16,7 @@ reference's masks of the same planes (colour: NV12 -> BGR by OpenCV).
 import hashlib
 import json
 import os
+import shutil
 import pathlib
 import signal
 import threading
@@ -382,3 +383,12 @@ def test_nvdec_refuses_a_size_it_cannot_decode(clips, nvdec):
     reader = fastmog.VideoReader(path, stream=nvdec)
     assert reader.backend == "cpu" and "4160x64" in reader.fallback_reason
     assert sum(1 for _ in reader) == 3
+
+
+def test_a_file_name_that_is_not_utf8_is_read(clips, tmp_path):
+    """OpenCV's binding crashes on such a str; the reader hands it bytes."""
+    name = os.fsdecode(b"clip-\xff.mp4")
+    target = tmp_path / name
+    shutil.copy(clips / "vtest_h264.mp4", target)
+    with fastmog.VideoReader(target, decode="cpu") as reader:
+        assert sum(1 for _ in reader) == manifest(clips)["vtest_h264.mp4"]["frames"]

@@ -99,7 +99,7 @@ def _declared_frames(source):
         import cv2
     except ImportError:
         return 0
-    cap = cv2.VideoCapture(source)
+    cap = cv2.VideoCapture(os.fsencode(source))  # bytes: any file name works
     try:
         return max(int(cap.get(cv2.CAP_PROP_FRAME_COUNT)), 0) if cap.isOpened() else 0
     finally:
@@ -125,7 +125,9 @@ class _HostDecoder:
             raise DecodeError("host decoding needs OpenCV, which is not installed: "
                               "pip install opencv-python-headless") from None
         self.cv2, self.source, self.grey, self.depth = cv2, source, grey, depth
-        self.cap = _open_interruptibly(lambda: cv2.VideoCapture(source), open_timeout, source)
+        # bytes: OpenCV's binding crashes on a str that is not valid UTF-8
+        self.cap = _open_interruptibly(lambda: cv2.VideoCapture(os.fsencode(source)),
+                                       open_timeout, source)
         if not self.cap.isOpened():
             raise DecodeError(f"cannot read video {source}: not a video OpenCV can open")
         self.width = int(self.cap.get(cv2.CAP_PROP_FRAME_WIDTH))
