@@ -73,3 +73,15 @@ def test_fuzz_tests_are_collected_with_hypothesis():
     r = run_pytest(["-p", "no:cacheprovider", "--co", "-q", "tests/test_fuzz.py"], REPO)
     assert r.returncode == 0, r.stdout + r.stderr
     assert "test_fuzz.py::test_fuzz_host_subtractor" in r.stdout
+
+
+def test_default_tier_checks_every_sequence_and_every_case():
+    from mog2_cases import CASES, DEFAULT_TIER, SEQUENCES
+    from test_mog2_gpu import GPU_CASES
+
+    assert set(DEFAULT_TIER) == set(SEQUENCES)
+    assert {case for cases in DEFAULT_TIER.values() for case in cases} == set(CASES)
+    for sequence, cases in DEFAULT_TIER.items():
+        assert set(cases) <= set(CASES), sequence
+        # host = OpenCV and GPU = host, each on at least one case of every sequence
+        assert any(case in GPU_CASES for case in cases), sequence
