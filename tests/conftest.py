@@ -1,6 +1,7 @@
 """Shared test setup: the `gpu` marker turns into a skip, with the reason,
-on machines where CUDA cannot be used; data sets come from ../shared/data or
-$FASTMOG_TEST_DATA."""
+on machines where CUDA cannot be used; the `slow` marker (soak, leak, fuzz and
+full parity sweeps) into a skip unless `--slow` is given; data sets come from
+../shared/data, .testdata/ or $FASTMOG_TEST_DATA."""
 import os
 import pathlib
 
@@ -17,13 +18,31 @@ def _no_gpu_reason():
     return f"needs a CUDA GPU: {status} ({text})"
 
 
+def pytest_addoption(parser):
+    parser.addoption("--slow", action="store_true", default=False,
+                     help="also run the tests marked slow (soak, leak, fuzz, every "
+                          "parity case of every sequence)")
+
+
 def pytest_collection_modifyitems(config, items):
-    if GPU_OK:
-        return
-    skip = pytest.mark.skip(reason=_no_gpu_reason())
+    skip_gpu = None if GPU_OK else pytest.mark.skip(reason=_no_gpu_reason())
+    skip_slow = None if config.getoption("--slow") else \
+        pytest.mark.skip(reason="slow tier: run with --slow")
     for item in items:
-        if "gpu" in item.keywords:
-            item.add_marker(skip)
+        if skip_gpu is not None and "gpu" in item.keywords:
+            item.add_marker(skip_gpu)
+        elif skip_slow is not None and "slow" in item.keywords:
+            item.add_marker(skip_slow)
+
+
+def parity_params(cases, sequences):
+    """(sequence, case) parameters for a real-sequence parity test: the pairs
+    in mog2_cases.DEFAULT_TIER run by default, every other pair is `slow`."""
+    from mog2_cases import DEFAULT_TIER
+
+    return [pytest.param(sequence, case, id=f"{sequence}-{case}",
+                         marks=() if case in DEFAULT_TIER[sequence] else pytest.mark.slow)
+            for sequence in sequences for case in cases]
 
 
 def find_test_data():

@@ -71,6 +71,17 @@ CASES = {
 }
 
 
+# The parity pairs of the default test tier: one or two cases per sequence,
+# every case somewhere (vtest, the longest, once); the rest run with --slow.
+DEFAULT_TIER = {
+    "CAVIAR2": ("bgr", "bgra"),
+    "traffic": ("grey_noshadow", "bgr_float32"),
+    "fall": ("bgr_custom_lr0.01", "grey"),
+    "vtest": ("bgr",),
+    "tree": ("grey_h50_freeze_restart", "bgr_noshadow"),
+}
+
+
 def convert(frame, colour, dtype):
     if colour == "grey":
         frame = cv2.cvtColor(frame, cv2.COLOR_BGR2GRAY)

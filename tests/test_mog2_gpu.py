@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 import fastmog
-from conftest import random_image
+from conftest import parity_params, random_image
 from mog2_cases import CASES, SEQUENCES, convert, iter_frames
 
 pytestmark = pytest.mark.gpu
@@ -33,8 +33,7 @@ def run_pair(frames, kwargs, rates, stream, check_background_every=10):
     return n, mask_diff, bg_diff
 
 
-@pytest.mark.parametrize("case", GPU_CASES)
-@pytest.mark.parametrize("sequence", list(SEQUENCES))
+@pytest.mark.parametrize(("sequence", "case"), parity_params(GPU_CASES, SEQUENCES))
 def test_gpu_equals_host_on_real_sequences(data_dir, stream, sequence, case):
     colour, dtype, kwargs, rate, limit = CASES[case]
     limit = 300 if limit is None and sequence == "vtest" else limit

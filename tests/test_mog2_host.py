@@ -4,13 +4,13 @@ import numpy as np
 import pytest
 
 import fastmog
+from conftest import parity_params
 from mog2_cases import CASES, SEQUENCES, compare_host_with_opencv, opencv_subtractor
 
 cv2 = pytest.importorskip("cv2")
 
 
-@pytest.mark.parametrize("case", list(CASES))
-@pytest.mark.parametrize("sequence", list(SEQUENCES))
+@pytest.mark.parametrize(("sequence", "case"), parity_params(CASES, SEQUENCES))
 def test_host_reference_matches_opencv(data_dir, sequence, case):
     n, same, total, bg = compare_host_with_opencv(data_dir, sequence, case)
     print(f"{sequence} {case}: {n} frames, {100.0 * same / total:.6f} % identical, "
