@@ -38,8 +38,9 @@ def test_the_two_commands_are_what_ci_runs():
     assert first.startswith('pip install ".[test]" && python -m fastmog')
     assert second.startswith("python -m pytest")
     ci = (ROOT / ".ci" / "run").read_text()
-    # CI installs the same [test] extras, from the sdist built from this tree.
-    assert 'python3 -m build --sdist' in ci and 'pip install --quiet "$sdist[test]"' in ci
+    # CI installs the same [test] extras (and Dask, for tests/test_dask.py), from
+    # the sdist built from this tree.
+    assert 'python3 -m build --sdist' in ci and 'pip install --quiet "$sdist[test,dask]"' in ci
     assert "python3 -m pytest" in ci
 
 

@@ -32,6 +32,7 @@ from ._timing import CallRecord, Timer, nvtx_range, profile
 from ._pipeline import pipeline
 from ._video import DecodeError, VideoFrame, VideoReader
 from ._display import Image
+from ._dask import SourceResult, local_client, process_sources   # Dask only when called
 from . import cpu
 
 
@@ -60,6 +61,9 @@ __all__ = [
     "nvtx_enabled",
     "nvtx_range",
     "pipeline",
+    "process_sources",
+    "SourceResult",
+    "local_client",
     "profile",
     "set_nvtx",
     "CudaError",

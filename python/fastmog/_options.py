@@ -13,7 +13,9 @@ EPILOG = """\
 exit status: 0 done; 2 a mistake in the command, its input or its outputs (one
 line on stderr, found before the run where possible); 3 the video ended before
 the frame count its container announces (truncated or corrupt; --accept-short
-makes this 0); 130 interrupted by Ctrl-C (what was written is kept).
+makes this 0); 4 several sources: a Dask worker was lost with a source (one
+line each) or a source failed; 130 interrupted by Ctrl-C (what was written is
+kept).
 """
 
 
@@ -123,10 +125,11 @@ def build_parser():
         prog="fastmog", epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter,
         description="MOG2 background subtraction on the GPU (OpenCV's CPU results, bit for\n"
                     "bit), or on the host reference where no GPU is usable.")
-    p.add_argument("input", nargs="?",
+    p.add_argument("input", nargs="*",
                    help="a video file, a folder of frames (JPEG/PNG/BMP/TIFF/WebP, sorted by "
                         "name; ROI.* files are skipped) or a CDnet sequence folder (holding "
-                        "input/ and groundtruth/: its frames are scored automatically) "
+                        "input/ and groundtruth/: its frames are scored automatically); "
+                        "several sources run on a Dask cluster, one per worker at a time "
                         "(default: the built-in scene)")
     p.add_argument("--frames", type=_count, metavar="N",
                    help="process at most N frames (default: all; the built-in scene: 300 on "
@@ -171,8 +174,24 @@ def build_parser():
                    help="CUDA device (default: the current one)")
     p.add_argument("--cpu", action="store_true",
                    help="use the host reference even with a GPU (default: off)")
+    d = p.add_argument_group(
+        "several sources (Dask)", "Each source is processed in order on one worker, each "
+        "worker on its own GPU or the host reference; needs fastmog[dask].")
+    where = d.add_mutually_exclusive_group()
+    where.add_argument("--workers", type=_count, metavar="N",
+                       help="start a local Dask cluster of N worker processes (default: one "
+                            "per GPU, or 2 without one, when several sources are given)")
+    where.add_argument("--scheduler", metavar="ADDRESS",
+                       help="use an existing Dask cluster, e.g. tcp://10.0.0.5:8786 (its "
+                            "workers must see the sources and --out) (default: none)")
     _add_mog2_options(p)
     return p
+
+
+def distributed(args):
+    """True when the run goes to Dask: several sources, --workers or --scheduler.
+    One source without them is today's single run."""
+    return len(args.input) > 1 or args.workers is not None or args.scheduler is not None
 
 
 def _add_mog2_options(p):

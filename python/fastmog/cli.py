@@ -14,7 +14,7 @@ import numpy as np
 from . import _checks, _cvio, _sources, _writers
 from ._checks import PIPELINE_DEPTH
 from ._errors import EXIT_INTERRUPTED, EXIT_OK, EXIT_SHORT, EXIT_USAGE, UserError, shown
-from ._options import build_parser, mog2_kwargs
+from ._options import build_parser, distributed, mog2_kwargs
 from ._progress import Progress
 
 # ---- the job -----------------------------------------------------------------------------
@@ -219,6 +219,11 @@ def main(argv=None):
 
     args = build_parser().parse_args(argv)
     try:
+        if distributed(args):
+            from . import _multi
+
+            return _multi.run(args)
+        args.input = args.input[0] if args.input else None
         return run(args)
     except UserError as e:
         print(f"fastmog: error: {e}", file=sys.stderr)

@@ -1,0 +1,353 @@
+"""Many sources on a Dask cluster: each source is processed in order by one
+subtractor on one worker, each worker on its own GPU (or the host reference
+where it has none), and a worker lost mid-run is reported with its source.
+
+Design: a whole source is one task (`client.submit`), pinned to one worker
+(`workers=[address]`, `allow_other_workers=False`); the subtractor lives inside
+that task, so frame order and model state never leave one process. The client
+hands out one source per worker at a time and the next one when a worker is
+free, so sources of different lengths balance and a lost worker held exactly
+one source. A pinned task is never moved to another worker by the scheduler,
+so a source is never silently restarted elsewhere: the client sees the worker
+leave the cluster and reports the source as lost. (A Dask actor would pin the
+subtractor too, but would add a round trip per frame or a second protocol for
+the same thing; a task that owns the whole source needs neither.)
+
+Each worker gets a slot, the lowest number no other live worker of its host
+holds; on the worker the slot picks the GPU (`slot % device_count()`), so N
+workers of one host spread over its GPUs, and a restarted worker takes the
+slot of the one it replaces.
+"""
+import collections
+import dataclasses
+import hashlib
+import os
+import pathlib
+import time
+
+import numpy as np
+
+DEVICE_POLICIES = ("spread", "first", "cpu")
+NO_WORKER_TIMEOUT = 60.0     # seconds without any worker before the rest is given up
+POLL = 0.25                  # seconds between looks at the cluster while sources run
+
+
+@dataclasses.dataclass
+class SourceResult:
+    """What became of one source.
+
+    status: "done", "failed" (the source could not be processed: `error` says
+    why) or "lost" (the worker holding it left the cluster mid-run).
+    digest: SHA-256 (hex) of the masks' bytes, frame after frame (each an
+    H x W uint8 array in row order), so a run elsewhere can be compared.
+    seconds: time on the worker from the first frame to the last mask.
+    device: the CUDA device it ran on, or None for the host reference."""
+
+    source: object
+    status: str
+    frames: int = 0
+    shape: tuple | None = None
+    digest: str | None = None
+    out_dir: str | None = None
+    worker: str | None = None
+    device: int | None = None
+    seconds: float | None = None
+    error: str | None = None
+
+
+def source_name(source):
+    """How a source is named in reports: its path, or the callable's name."""
+    if isinstance(source, (str, bytes, os.PathLike)):
+        return os.fsdecode(source)
+    return getattr(source, "__qualname__", None) or getattr(source, "__name__", None) \
+        or repr(source)
+
+
+def process_sources(sources, *, client=None, workers=None, out_dirs=None, mog2_kwargs=None,
+                    learning_rate=-1.0, grey=False, frames=None, decode="auto",
+                    device_policy="spread", on_result=None):
+    """Processes every source on a Dask cluster and returns one SourceResult
+    per source, in the order given.
+
+    sources: paths of videos or frame folders (read by the workers: they must
+    see the same files), or picklable callables that return an iterable of
+    frames when called on the worker.
+    client: a distributed.Client; None starts a local cluster of `workers`
+    processes (one thread each; default: one per GPU here, else two) and
+    closes it afterwards. workers is only for that local cluster.
+    out_dirs: None, or one folder (or None) per source for its PNG masks;
+    a folder's old mask_NNNNNN.png files are replaced, nothing else is
+    touched (check folders first: the main job refuses used ones).
+    mog2_kwargs: BackgroundSubtractorMOG2 parameters (checked here first).
+    grey, frames, decode: as the main job's --grey, --frames, --decode.
+    device_policy: "spread" (a worker's slot modulo its GPU count), "first"
+    (device 0: for clusters that give each worker its own CUDA_VISIBLE_DEVICES)
+    or "cpu" (the host reference everywhere).
+    on_result: called with each SourceResult as soon as it is known.
+    """
+    import fastmog
+
+    sources = list(sources)
+    if not sources:
+        raise ValueError("sources is empty: give at least one path or callable")
+    for s in sources:
+        if not (isinstance(s, (str, bytes, os.PathLike)) or callable(s)):
+            raise TypeError(f"a source must be a path or a callable returning frames, "
+                            f"not {type(s).__name__}")
+    if out_dirs is None:
+        out_dirs = [None] * len(sources)
+    out_dirs = [None if d is None else os.fsdecode(d) for d in out_dirs]
+    if len(out_dirs) != len(sources):
+        raise ValueError(f"out_dirs has {len(out_dirs)} entries for {len(sources)} sources")
+    if device_policy not in DEVICE_POLICIES:
+        raise ValueError(f"device_policy must be one of {', '.join(DEVICE_POLICIES)}, "
+                         f"not {device_policy!r}")
+    if decode not in ("auto", "nvdec", "cpu"):
+        raise ValueError(f"decode must be 'auto', 'nvdec' or 'cpu', not {decode!r}")
+    if frames is not None and frames < 1:
+        raise ValueError(f"frames must be at least 1, got {frames}")
+    if learning_rate > 1 or learning_rate != learning_rate:
+        raise ValueError(f"learning_rate must be at most 1 (negative: automatic), "
+                         f"got {learning_rate}")
+    mog2_kwargs = dict(mog2_kwargs or {})
+    fastmog.cpu.BackgroundSubtractorMOG2(**mog2_kwargs)   # bad parameters fail here, not 8 times
+    options = {"mog2_kwargs": mog2_kwargs, "learning_rate": float(learning_rate),
+               "grey": bool(grey), "frames": frames, "decode": decode,
+               "device_policy": device_policy}
+    if client is not None:
+        if workers is not None:
+            raise ValueError("workers= sizes a local cluster; with client= the cluster is "
+                             "the client's")
+        return _schedule(client, sources, out_dirs, options, on_result)
+    with local_client(workers) as own:
+        return _schedule(own, sources, out_dirs, options, on_result)
+
+
+class local_client:
+    """A LocalCluster of `n` worker processes with one thread each, and its
+    client; closed on exit. Needs dask[distributed] (fastmog[dask])."""
+
+    def __init__(self, n=None):
+        import logging
+
+        try:
+            import distributed
+        except ImportError:
+            raise ImportError("Dask is not installed: pip install 'fastmog[dask]'") from None
+        if n is None:
+            import fastmog
+
+            n = fastmog.device_count() if fastmog.cuda_available() else 2
+        if n < 1:
+            raise ValueError(f"workers must be at least 1, got {n}")
+        # workers are processes: one subtractor, one GIL and (GPU) one device each
+        self.cluster = distributed.LocalCluster(
+            n_workers=n, threads_per_worker=1, processes=True, dashboard_address=None,
+            silence_logs=logging.ERROR)
+        try:
+            self.client = distributed.Client(self.cluster)
+        except BaseException:
+            self.cluster.close()
+            raise
+
+    def __enter__(self):
+        return self.client
+
+    def __exit__(self, *exc):
+        self.client.close()
+        self.cluster.close()
+
+
+def _live_workers(client):
+    """{address: host} of the workers the scheduler knows now."""
+    try:
+        info = client.scheduler_info(n_workers=-1)
+    except TypeError:                       # before distributed 2025.4: every worker
+        info = client.scheduler_info()
+    return {addr: w.get("host", addr) for addr, w in info.get("workers", {}).items()}
+
+
+def _schedule(client, sources, out_dirs, options, on_result):
+    from distributed import wait
+
+    results = [None] * len(sources)
+    pending = collections.deque(range(len(sources)))
+    running = {}                       # future -> (index, worker)
+    slots = {}                         # worker -> slot, while it lives
+    without_workers = None
+
+    def settle(i, result):
+        results[i] = result
+        if on_result is not None:
+            on_result(result)
+
+    while pending or running:
+        live = _live_workers(client)
+        for w in [w for w in slots if w not in live]:
+            del slots[w]
+        for future, (i, w) in list(running.items()):
+            if w not in live and not future.done():
+                # pinned: the scheduler will not move it, so it is given up here
+                future.cancel()
+                del running[future]
+                settle(i, SourceResult(sources[i], "lost", out_dir=out_dirs[i], worker=w,
+                                       error=f"worker {w} was lost while processing it"))
+        busy = {w for _, w in running.values()}
+        for w in sorted(live):
+            if w not in slots:
+                taken = {slots[o] for o in slots if live.get(o) == live[w]}
+                slots[w] = min(set(range(len(taken) + 1)) - taken)
+            if pending and w not in busy:
+                i = pending.popleft()
+                future = client.submit(_run_source, sources[i], out_dirs[i], slots[w], options,
+                                       workers=[w], allow_other_workers=False, pure=False,
+                                       key=f"fastmog-source-{i}-{os.urandom(4).hex()}")
+                running[future] = (i, w)
+        if not live and pending and not running:
+            without_workers = without_workers or time.monotonic()
+            if time.monotonic() - without_workers > NO_WORKER_TIMEOUT:
+                while pending:
+                    i = pending.popleft()
+                    settle(i, SourceResult(sources[i], "failed", out_dir=out_dirs[i],
+                                           error="no worker joined the cluster in "
+                                                 f"{NO_WORKER_TIMEOUT:.0f} s"))
+                break
+        else:
+            without_workers = None
+        if not running:
+            time.sleep(POLL)
+            continue
+        try:
+            wait(list(running), timeout=POLL, return_when="FIRST_COMPLETED")
+        except TimeoutError:
+            pass
+        for future in [f for f in running if f.done()]:
+            i, w = running.pop(future)
+            settle(i, _collect(future, sources[i], out_dirs[i], w))
+    return results
+
+
+def _collect(future, source, out_dir, worker):
+    """The SourceResult of a finished task."""
+    from ._errors import UserError
+
+    if future.status == "finished":
+        try:
+            return SourceResult(source, "done", worker=worker, **future.result(timeout=60))
+        except Exception as e:       # the result went with its worker before it was fetched
+            return SourceResult(source, "lost", out_dir=out_dir, worker=worker,
+                                error=f"worker {worker} was lost before its result was "
+                                      f"fetched ({type(e).__name__})")
+    if future.status == "cancelled":
+        return SourceResult(source, "lost", out_dir=out_dir, worker=worker,
+                            error=f"the task on worker {worker} was cancelled")
+    err = future.exception()
+    if type(err).__name__ == "KilledWorker":
+        return SourceResult(source, "lost", out_dir=out_dir, worker=worker,
+                            error=f"worker {worker} was lost while processing it")
+    text = str(err) if isinstance(err, (UserError, ValueError, TypeError)) \
+        else f"{type(err).__name__}: {err}"
+    return SourceResult(source, "failed", out_dir=out_dir, worker=worker, error=text)
+
+
+# ---- on the worker -----------------------------------------------------------------------
+
+
+def _run_source(source, out_dir, slot, options):
+    """One whole source, in order, by one subtractor in this worker process.
+    Returns the fields of its SourceResult (small: no masks travel back)."""
+    import argparse
+
+    import fastmog
+    from . import _checks, _sources, _writers
+
+    policy = options["device_policy"]
+    on_gpu = policy != "cpu" and fastmog.cuda_available()
+    device = (0 if policy == "first" else slot % fastmog.device_count()) if on_gpu else None
+    kwargs = options["mog2_kwargs"]
+    sub = (fastmog.BackgroundSubtractorMOG2(**kwargs, device=device) if on_gpu
+           else fastmog.cpu.BackgroundSubtractorMOG2(**kwargs))
+    streams = [fastmog.Stream(device=device) for _ in range(3)] if on_gpu else []
+    # the client checked the folder; a rerun's stale masks are replaced
+    writer = _writers.PngSequence(out_dir, True) if out_dir is not None else _writers.NoMasks()
+    check_memory = _checks.memory_check(on_gpu, device, sub.n_mixtures)
+    lr = options["learning_rate"]
+    reader = None
+    digest, count, shape = hashlib.sha256(), 0, None
+    try:
+        if callable(source) and not isinstance(source, (str, bytes, os.PathLike)):
+            frames, on_device = iter(source()), False
+            if options["frames"]:
+                frames = (f for _, f in zip(range(options["frames"]), frames))
+        else:
+            args = argparse.Namespace(frames=options["frames"], grey=options["grey"],
+                                      decode=options["decode"], fps=None)
+            found = _sources.find_input(os.fsdecode(source))
+            if found.kind == "frames":
+                opened = _sources.open_frames(found, args, check_memory)
+            else:
+                opened = _sources.open_video(found, args, on_gpu=on_gpu,
+                                             stream=streams[1] if on_gpu else None,
+                                             timer=None, check_memory=check_memory)
+            reader = getattr(opened, "reader", None)
+            frames, on_device = opened, opened.on_device
+        writer.start(None)
+        started = time.perf_counter()
+        if on_device:
+            masks = _device_masks(sub, frames, streams[1], lr)
+        elif on_gpu:
+            from .cli import _host_frames     # a reader's pinned ring, copied when too short
+
+            masks = fastmog.pipeline(sub, _host_frames(frames), streams=streams,
+                                     learning_rate=lr)
+        else:
+            masks = (sub.apply(f, lr) for f in frames)
+        for mask in masks:
+            mask = np.ascontiguousarray(mask)
+            digest.update(mask.data)
+            writer.write(mask)
+            shape = mask.shape
+            count += 1
+        seconds = time.perf_counter() - started
+    finally:
+        writer.close()
+        if reader is not None:
+            reader.close()                # before its stream: NVDEC works on it
+        for s in streams:
+            s.close()
+    return {"frames": count, "shape": shape, "digest": digest.hexdigest(),
+            "out_dir": out_dir, "device": device, "seconds": seconds}
+
+
+def _device_masks(sub, frames, stream, lr):
+    """NVDEC frames (already on the GPU) to host masks, one at a time."""
+    import fastmog
+
+    host = None
+    for f in frames:
+        mask = sub.apply(f.as_input(stream), lr, stream=stream)
+        if host is None:
+            host = fastmog.pinned_empty(mask.shape, np.uint8)
+        mask.download(host, stream=stream)
+        yield host
+
+
+def unique_names(sources):
+    """One folder name per source, from its file or folder name (a video's
+    without its suffix; a CDnet sequence's input/ by the sequence), made unique
+    with -2, -3, ... in order."""
+    names, seen = [], set()
+    for s in sources:
+        path = pathlib.Path(os.fsdecode(s)) if isinstance(s, (str, bytes, os.PathLike)) \
+            else pathlib.Path(source_name(s))
+        if path.name == "input" and (path.parent / "groundtruth").is_dir():
+            path = path.parent
+        name = (path.stem if path.suffix and not path.is_dir() else path.name) or "source"
+        name = name.replace(os.sep, "_").lstrip(".") or "source"
+        candidate, n = name, 1
+        while candidate in seen:
+            n += 1
+            candidate = f"{name}-{n}"
+        seen.add(candidate)
+        names.append(candidate)
+    return names

@@ -1,0 +1,109 @@
+"""python -m fastmog SRC [SRC ...]: the main job for several sources, on a
+local Dask cluster (--workers N) or an existing one (--scheduler ADDRESS),
+with one line per source as it finishes (the work itself is in _dask)."""
+import sys
+import time
+
+from . import _sources, _writers
+from ._errors import EXIT_INCOMPLETE, EXIT_OK, UserError, shown
+from ._options import mog2_kwargs
+
+# single-run options that have no meaning, or no implementation, per source here
+_SINGLE_ONLY = [("preview", "--preview"), ("ground_truth", "--ground-truth"),
+                ("trace", "--trace"), ("profile", "--profile"), ("sync", "--sync"),
+                ("device", "--device"), ("size", "--size"), ("colour", "--colour"),
+                ("fps", "--fps"), ("accept_short", "--accept-short")]
+
+
+def check(args):
+    """Everything that can be refused before a cluster starts: options, the
+    sources (the workers read them: a shared file system is assumed) and
+    the output folders. Returns (sources, out_dirs)."""
+    for name, flag in _SINGLE_ONLY:
+        if getattr(args, name):
+            raise UserError(f"{flag} is for a single source; it cannot be used with several "
+                            f"sources, --workers or --scheduler")
+    if not args.input:
+        raise UserError("--workers and --scheduler need sources: give one or more videos or "
+                        "folders of frames")
+    for text in args.input:
+        found = _sources.find_input(text)
+        if args.decode != "auto" and found.kind != "video":
+            raise UserError(f"--decode {args.decode} is for video files; "
+                            f"{shown(text)} is a folder")
+    out_dirs = [None] * len(args.input)
+    if args.out is not None:
+        if args.out.suffix.lower() in _writers.LOSSLESS_VIDEO | _writers.LOSSY_VIDEO:
+            raise UserError(f"--out {shown(args.out)} names a video; with several sources "
+                            f"--out is a folder that gets one subfolder per source")
+        if args.out.exists() and not args.out.is_dir():
+            raise UserError(f"cannot write masks to {shown(args.out)}: it is a file, "
+                            f"not a folder")
+        from ._dask import unique_names
+
+        # each subfolder is checked (and made) now: a used one must not cost a run
+        out_dirs = [_writers.PngSequence(args.out / name, args.overwrite).path
+                    for name in unique_names(args.input)]
+    try:
+        import fastmog
+
+        fastmog.cpu.BackgroundSubtractorMOG2(**mog2_kwargs(args))
+    except (ValueError, TypeError) as e:
+        raise UserError(str(e)) from None
+    return list(args.input), out_dirs
+
+
+def _client(args):
+    try:
+        import distributed
+    except ImportError:
+        raise UserError("several sources run on Dask, which is not installed: "
+                        "pip install 'fastmog[dask]'") from None
+    from ._dask import local_client
+
+    if args.scheduler is None:
+        return local_client(args.workers), "a local cluster"
+    try:
+        client = distributed.Client(args.scheduler, timeout=30)
+    except (OSError, TimeoutError, ValueError) as e:
+        raise UserError(f"cannot reach the Dask scheduler {args.scheduler}: {e}") from None
+    return client, f"the cluster at {args.scheduler}"
+
+
+def run(args):
+    from ._dask import _live_workers, process_sources, source_name
+
+    sources, out_dirs = check(args)
+    cluster, where = _client(args)
+    with cluster as client:
+        n_workers = len(_live_workers(client))
+        print(f"fastmog: {len(sources)} sources on {where} of {n_workers} Dask workers "
+              f"({'the host reference' if args.cpu else 'a GPU each where there is one'})")
+
+        def report(r):
+            name = shown(source_name(r.source))
+            if r.status == "done":
+                on = "the host reference" if r.device is None else f"GPU {r.device}"
+                rate = f"{r.frames / r.seconds:.1f} frames/s" if r.seconds else "-"
+                wrote = f"; masks in {shown(r.out_dir)}" if r.out_dir else ""
+                print(f"fastmog: {name}: {r.frames} frames in {r.seconds:.3f} s ({rate}) "
+                      f"on {on} of worker {r.worker}{wrote}")
+            elif r.status == "lost":
+                print(f"fastmog: error: {name}: lost: {r.error}", file=sys.stderr)
+            else:
+                print(f"fastmog: error: {name}: {r.error}", file=sys.stderr)
+
+        started = time.perf_counter()
+        results = process_sources(
+            sources, client=client, out_dirs=out_dirs, mog2_kwargs=mog2_kwargs(args),
+            learning_rate=args.learning_rate, grey=args.grey, frames=args.frames,
+            decode=args.decode, device_policy="cpu" if args.cpu else "spread",
+            on_result=report)
+        elapsed = time.perf_counter() - started
+    done = [r for r in results if r.status == "done"]
+    frames = sum(r.frames for r in done)
+    print(f"fastmog: processed {len(done)} of {len(results)} sources, {frames} frames in "
+          f"{elapsed:.3f} s: {frames / elapsed:.1f} frames/s in all (cluster start not counted"
+          f"{', including writing the masks' if args.out is not None else ''})")
+    return EXIT_OK if len(done) == len(results) else EXIT_INCOMPLETE
+

@@ -1,0 +1,190 @@
+"""Many sources on a Dask cluster (fastmog.process_sources and the main job's
+--workers): a local cluster of two worker processes on the host reference,
+masks identical to each source run alone, a worker lost mid-run."""
+import concurrent.futures
+import hashlib
+import os
+import signal
+import sys
+import time
+
+import numpy as np
+import pytest
+
+import fastmog
+from cli_helpers import one_error_line, run
+
+distributed = pytest.importorskip("distributed", reason="needs dask[distributed] "
+                                  "(pip install 'fastmog[dask]')")
+cloudpickle = pytest.importorskip("cloudpickle")
+cv2 = pytest.importorskip("cv2")
+
+# the callable sources below run on the workers, which cannot import this file
+cloudpickle.register_pickle_by_value(sys.modules[__name__])
+
+MOG2 = {"history": 20, "var_threshold": 12.0}
+
+
+def write_source(folder, rng, n, shape=(36, 52, 3)):
+    """A folder of PNG frames: noise around a grey level, and a bright block
+    that moves, so masks hold background, foreground and shadow."""
+    folder.mkdir(parents=True)
+    level = int(rng.integers(60, 160))
+    for i in range(n):
+        frame = rng.integers(level - 12, level + 12, shape, dtype=np.uint8)
+        x = (3 * i) % (shape[1] - 8)
+        frame[8:20, x:x + 8] = 250
+        frame[22:30, x:x + 8] = frame[22:30, x:x + 8] // 2        # a shadow-like patch
+        assert cv2.imwrite(str(folder / f"frame_{i:04d}.png"), frame)
+    return folder
+
+
+def alone(folder, learning_rate=-1.0):
+    """The source run alone, in this process: its masks by the host reference."""
+    sub = fastmog.cpu.BackgroundSubtractorMOG2(**MOG2)
+    files = sorted(folder.iterdir())
+    return [sub.apply(cv2.imread(str(f), cv2.IMREAD_COLOR), learning_rate) for f in files]
+
+
+def sha256(masks):
+    h = hashlib.sha256()
+    for m in masks:
+        h.update(np.ascontiguousarray(m).data)
+    return h.hexdigest()
+
+
+@pytest.fixture(scope="module")
+def client():
+    with fastmog.local_client(2) as c:
+        c.wait_for_workers(2, timeout=60)
+        # the workers import this fastmog (PYTHONPATH is inherited), not another
+        assert set(c.run(lambda: fastmog.__file__).values()) == {fastmog.__file__}
+        yield c
+
+
+@pytest.fixture(scope="module")
+def sources(tmp_path_factory):
+    rng = np.random.default_rng(int.from_bytes(os.urandom(4), "little"))
+    root = tmp_path_factory.mktemp("sources")
+    # different lengths, so the workers free up at different times
+    return [write_source(root / f"cam{k}", rng, n) for k, n in enumerate((14, 9, 12, 7))]
+
+
+def test_masks_identical_to_single_runs(client, sources, tmp_path):
+    out_dirs = [tmp_path / f"out{k}" for k in range(len(sources))]
+    seen = []
+    results = fastmog.process_sources(sources, client=client, out_dirs=out_dirs,
+                                      mog2_kwargs=MOG2, device_policy="cpu",
+                                      on_result=seen.append)
+    assert [r.source for r in results] == sources
+    assert sorted(map(id, seen)) == sorted(map(id, results))
+    assert {r.worker for r in results} == set(client.scheduler_info()["workers"])
+    for folder, out, r in zip(sources, out_dirs, results):
+        expected = alone(folder)
+        assert r.status == "done", r.error
+        assert (r.frames, r.shape, r.device) == (len(expected), expected[0].shape, None)
+        assert r.digest == sha256(expected)
+        written = sorted(out.iterdir())
+        assert [p.name for p in written] == [f"mask_{i:06d}.png" for i in range(len(expected))]
+        for i, (p, mask) in enumerate(zip(written, expected)):
+            back = cv2.imread(str(p), cv2.IMREAD_UNCHANGED)
+            assert np.array_equal(back, mask), f"{folder.name} frame {i}: " \
+                f"{int((back != mask).sum())} pixels differ"
+        assert {0, 255} <= set(np.unique(np.stack(expected)).tolist())
+
+
+def test_learning_rate_and_frames_reach_the_workers(client, sources):
+    r, = fastmog.process_sources(sources[:1], client=client, mog2_kwargs=MOG2,
+                                 learning_rate=0.3, frames=5, device_policy="cpu")
+    assert r.status == "done" and r.frames == 5
+    assert r.digest == sha256(alone(sources[0], 0.3)[:5])
+    assert r.digest != sha256(alone(sources[0])[:5])
+
+
+def test_a_bad_source_fails_alone(client, sources, tmp_path):
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    bad, good = fastmog.process_sources([empty, sources[1]], client=client,
+                                        mog2_kwargs=MOG2, device_policy="cpu")
+    assert bad.status == "failed" and "holds no frames" in bad.error
+    assert good.status == "done" and good.digest == sha256(alone(sources[1]))
+
+
+def test_bad_arguments_fail_before_any_work(client, sources):
+    with pytest.raises(TypeError, match="histroy"):
+        fastmog.process_sources(sources, client=client, mog2_kwargs={"histroy": 3})
+    with pytest.raises(ValueError, match="device_policy"):
+        fastmog.process_sources(sources, client=client, device_policy="gpu0")
+    with pytest.raises(ValueError, match="out_dirs"):
+        fastmog.process_sources(sources, client=client, out_dirs=["a"])
+    with pytest.raises(TypeError, match="source"):
+        fastmog.process_sources([3], client=client)
+
+
+def test_cli_workers_several_sources(sources, tmp_path):
+    twin = tmp_path / "again" / sources[0].name      # same folder name: a unique subfolder
+    twin.parent.mkdir()
+    os.symlink(sources[0], twin)
+    out = tmp_path / "masks"
+    started = time.perf_counter()
+    result = run(*sources[:3], twin, "--workers", "2", "--out", out, "--cpu",
+                 "--history", "20", "--var-threshold", "12", timeout=120)
+    assert result.returncode == 0, result.stderr
+    print(f"CLI with a 2-worker cluster: {time.perf_counter() - started:.1f} s")
+    assert "4 sources on a local cluster of 2 Dask workers" in result.stdout
+    assert "processed 4 of 4 sources" in result.stdout
+    names = ["cam0", "cam1", "cam2", "cam0-2"]
+    assert sorted(p.name for p in out.iterdir()) == sorted(names)
+    for name, folder in zip(names, [*sources[:3], sources[0]]):
+        written = sorted((out / name).iterdir())
+        expected = alone(folder)
+        assert len(written) == len(expected)
+        assert all(np.array_equal(cv2.imread(str(p), cv2.IMREAD_UNCHANGED), m)
+                   for p, m in zip(written, expected))
+
+
+def test_cli_several_sources_mistakes(sources, tmp_path):
+    assert "--preview is for a single source" in one_error_line(
+        run(*sources[:2], "--preview", tmp_path / "p.png"))
+    assert "names a video" in one_error_line(run(*sources[:2], "--out", tmp_path / "m.mkv"))
+    used = tmp_path / "used"
+    (used / "cam1").mkdir(parents=True)
+    (used / "cam1" / "keep.txt").write_text("mine")
+    assert "is not empty" in one_error_line(run(*sources[:2], "--out", used))
+    assert "no such file" in one_error_line(run(sources[0], tmp_path / "nope", "--workers", "2"))
+    assert "need sources" in one_error_line(run("--workers", "2"))
+    assert "not allowed with argument" in one_error_line(
+        run(*sources[:2], "--workers", "2", "--scheduler", "tcp://127.0.0.1:1"))
+
+
+class KillsItsWorker:
+    """A source that yields a few frames, then kills the worker process it
+    runs in (as a crashing decoder would)."""
+
+    def __init__(self, after):
+        self.after = after
+
+    def __call__(self):
+        rng = np.random.default_rng(0)
+        for _ in range(self.after):
+            yield rng.integers(0, 256, (24, 32), dtype=np.uint8)
+        time.sleep(0.5)                    # the other worker is busy with its source by now
+        os.kill(os.getpid(), signal.SIGKILL)
+        yield None                         # never reached
+
+
+def test_a_lost_worker_is_reported_and_the_others_finish(client, sources):
+    # last in this file: the cluster has a restarted worker afterwards
+    killer = KillsItsWorker(after=4)
+    # a lost source that is never reported would wait forever: fail instead
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        results = pool.submit(fastmog.process_sources, [killer, *sources[:3]], client=client,
+                              mog2_kwargs=MOG2, device_policy="cpu").result(timeout=60)
+    lost = results[0]
+    assert lost.status == "lost", lost
+    assert lost.source is killer and lost.worker and lost.worker in lost.error
+    assert "was lost while processing" in lost.error
+    for folder, r in zip(sources[:3], results[1:]):
+        assert r.status == "done", r.error
+        assert r.worker != lost.worker
+        assert r.digest == sha256(alone(folder))
