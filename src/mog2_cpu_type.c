@@ -166,6 +166,30 @@ done:
     return out;
 }
 
+PyDoc_STRVAR(MOG2Cpu_mode_counts_doc,
+"mode_counts($self, /)\n--\n\n"
+"A new H x W uint8 array: the number of modes each pixel's model uses now\n"
+"(a copy, unlike the GPU subtractor's view).");
+
+static PyObject *MOG2Cpu_mode_counts(PyObject *op, PyObject *Py_UNUSED(ignored))
+{
+    fm_MOG2Cpu *self = (fm_MOG2Cpu *)op;
+    if (fm_mog2_lock_open(&self->base) < 0)
+        return NULL;
+    PyObject *counts = NULL;
+    if (self->model == NULL) {
+        PyErr_SetString(PyExc_ValueError, "there is no model yet: call apply() first");
+    }
+    else {
+        fm_mog2_model model = fm_mog2_model_at(self->model, &self->base.geometry);
+        npy_intp dims[2] = {model.height, model.width};
+        if ((counts = PyArray_SimpleNew(2, dims, NPY_UINT8)) != NULL)
+            memcpy(PyArray_DATA((PyArrayObject *)counts), model.mode_count, model.stride);
+    }
+    fm_mog2_unlock(&self->base);
+    return counts;
+}
+
 static int MOG2Cpu_traverse(PyObject *op, visitproc visit, void *arg)
 {
     Py_VISIT(Py_TYPE(op));
@@ -179,6 +203,7 @@ static PyMethodDef MOG2Cpu_methods[] = {
      METH_VARARGS | METH_KEYWORDS, MOG2Cpu_get_background_image_doc},
     {"getBackgroundImage", (PyCFunction)(void (*)(void))MOG2Cpu_get_background_image,
      METH_VARARGS | METH_KEYWORDS, "OpenCV-style alias of get_background_image."},
+    {"mode_counts", MOG2Cpu_mode_counts, METH_NOARGS, MOG2Cpu_mode_counts_doc},
     {NULL, NULL, 0, NULL},
 };
 

@@ -96,3 +96,14 @@ def test_the_constructor_signature_comes_from_the_parameter_table():
         assert getattr(fastmog.cpu.BackgroundSubtractorMOG2(), p["name"]) == pytest.approx(
             p["default"], rel=1e-7)
     assert "device" in inspect.signature(fastmog.BackgroundSubtractorMOG2).parameters
+
+
+def test_host_mode_counts_as_documented(rng):
+    sub = fastmog.cpu.BackgroundSubtractorMOG2()
+    with pytest.raises(ValueError, match="no model"):
+        sub.mode_counts()
+    for _ in range(5):
+        sub.apply(rng.integers(0, 256, (12, 16, 3), dtype=np.uint8))
+    counts = sub.mode_counts()
+    assert counts.shape == (12, 16) and counts.dtype == np.uint8
+    assert 1 <= counts.min() and counts.max() <= sub.n_mixtures
