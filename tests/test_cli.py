@@ -12,6 +12,8 @@ import numpy as np
 import pytest
 
 import fastmog
+from fastmog import _cvio
+from fastmog._errors import UserError
 from cli_helpers import one_error_line, run, write_cdnet
 from conftest import GPU_OK
 
@@ -241,6 +243,31 @@ def test_ctrl_c_stops_cleanly_and_keeps_what_was_written(tmp_path):
     assert len(written) >= 5
     assert all(cv2.imread(str(f), cv2.IMREAD_GRAYSCALE) is not None for f in written)
 
+
+
+@pytest.mark.parametrize("stop", [KeyboardInterrupt, OSError(28, "No space left on device")])
+def test_an_image_write_cut_short_leaves_no_truncated_file(tmp_path, monkeypatch, stop):
+    # Ctrl-C (or a full disk) can land while a mask's bytes are being
+    # written; the real name must then not exist rather than hold half a PNG
+    class HalfWritten:
+        def __init__(self, path, mode):
+            self.f = open(path, mode)
+
+        def write(self, data):
+            self.f.write(bytes(data)[:len(data) // 2])
+            raise stop
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            self.f.close()
+
+    monkeypatch.setattr(_cvio, "open", HalfWritten, raising=False)
+    mask = np.full((24, 32), 255, np.uint8)
+    with pytest.raises(KeyboardInterrupt if stop is KeyboardInterrupt else UserError):
+        _cvio.write_image(tmp_path / "mask_000000.png", mask, "mask")
+    assert os.listdir(tmp_path) == []
 
 # ---- options from the parameter table ------------------------------------------------
 

@@ -57,8 +57,20 @@ def write_image(path, image, what="image"):
     ok, data = cv.imencode(suffix, image)
     if not ok:
         raise UserError(f"cannot write {what} {shown(path)}: OpenCV cannot encode {suffix}")
+    # written under a hidden name and renamed, so Ctrl-C or a full disk in
+    # the middle never leaves a truncated file under the real name
+    path = os.fsdecode(path)
+    folder, name = os.path.split(path)
+    partial = os.path.join(folder, f".{name}.partial")
     try:
-        with open(path, "wb") as f:
+        with open(partial, "wb") as f:
             f.write(data)
-    except OSError as e:
-        raise UserError(f"cannot write {what} {shown(path)}: {e.strerror or e}") from None
+        os.replace(partial, path)
+    except BaseException as e:
+        try:
+            os.unlink(partial)
+        except OSError:
+            pass
+        if isinstance(e, OSError):
+            raise UserError(f"cannot write {what} {shown(path)}: {e.strerror or e}") from None
+        raise
