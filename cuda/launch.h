@@ -36,14 +36,31 @@ typedef struct fm_fill_pattern {
 cudaError_t fm_launch_fill(fm_image dst, fm_fill_pattern pattern,
                            cudaStream_t stream);
 
-/* Updates `model` with `frame` (uint8 or float32 values, model.channels of
- * them per pixel) and writes the uint8 `mask`. `known_foreground` is a uint8
- * image whose non-zero pixels are foreground and not learned, or has
- * data == NULL. */
-cudaError_t fm_launch_mog2_apply(fm_mog2_params params, fm_mog2_rates rates,
-                                 fm_image frame, fm_image known_foreground,
-                                 fm_image mask, fm_mog2_model model,
+/* Frames of one camera that go through the model in one pass over its state:
+ * loaded once, updated `count` times in registers, stored once. */
+#define FM_MOG2_MAX_PASS 16
+
+/* Updates `model` with `count` consecutive frames, in passes of at most
+ * FM_MOG2_MAX_PASS, exactly as `count` single-frame updates would. */
+cudaError_t fm_launch_mog2_apply(fm_mog2_params params, fm_mog2_model model, int is_float,
+                                 const fm_mog2_frame_io *frames, int count,
                                  cudaStream_t stream);
+
+/* One camera of a multi-camera launch: its own model, parameters and frame. */
+typedef struct fm_mog2_camera {
+    fm_mog2_params params;
+    fm_mog2_model model;
+    fm_mog2_frame_io io;
+    int is_float;
+} fm_mog2_camera;
+
+/* Cameras per kernel launch (their table travels as a kernel parameter). */
+#define FM_MOG2_CAMERAS_PER_LAUNCH 64
+
+/* Updates `count` models, each with its own frame, in ceil(count / 64)
+ * launches, exactly as `count` single-frame updates would. */
+cudaError_t fm_launch_mog2_cameras(const fm_mog2_camera *cameras, int count,
+                                   cudaStream_t stream);
 
 /* Writes the background image of `model` into `out` (uint8 or float32). */
 cudaError_t fm_launch_mog2_background(fm_mog2_params params, fm_mog2_model model,

@@ -7,80 +7,232 @@
 
 namespace {
 
-// One thread per pixel. The pixel's modes in use are loaded once into a
-// thread-private copy (laid out with stride 1), updated there by the shared
-// per-pixel code, and stored once: device memory sees each byte of the model
-// state in use read once and written once, coalesced across the warp, and the
-// mode reordering happens in L1. Modes beyond the count are never touched.
+constexpr int kModes = FM_MOG2_MAX_MIXTURES;
+
+// A pixel's modes, held in registers (every index below is a constant once
+// the loops unroll) while one or more frames update them. Memory is touched
+// only where the algorithm needs it: every weight of the modes in use, the
+// variance and means of the modes an update visits (read when first needed)
+// and of the modes it changed (written once at the end). On a real scene most
+// pixels fit their first mode, so the other modes' means never move.
+template <int C>
+struct Pixel {
+    float weight[kModes];
+    float variance[kModes];
+    float mean[kModes * C];
+    unsigned valid;    // slots whose variance and means are in registers
+    unsigned changed;  // slots whose variance and means must be stored
+    int stored;        // the mode count in memory
+    int nmodes;        // the mode count now
+};
+
+template <int C>
+__device__ __forceinline__ void load_mode(const fm_mog2_model &model, size_t i, int k,
+                                          Pixel<C> &px)
+{
+    const size_t P = model.stride;
+    px.variance[k] = model.variance[k * P + i];
+#pragma unroll
+    for (int c = 0; c < C; ++c)
+        px.mean[k * C + c] = model.mean[(k * C + c) * P + i];
+    px.valid |= 1u << k;
+}
+
+// Mode 0 is read before the mode count arrives: almost every pixel uses it
+// (the model is zeroed when made), and it saves most pixels one dependent
+// round trip to memory, which is what bounds scenes with few modes.
+template <int C>
+__device__ __forceinline__ void load_pixel(const fm_mog2_model &model, size_t i, Pixel<C> &px)
+{
+    const size_t P = model.stride;
+    px.valid = 0;
+    px.changed = 0;
+    px.weight[0] = model.weight[i];
+    load_mode(model, i, 0, px);
+    px.stored = px.nmodes = model.mode_count[i];
+#pragma unroll
+    for (int k = 1; k < kModes; ++k)
+        if (k < px.stored)
+            px.weight[k] = model.weight[k * P + i];
+}
+
+// Loads what the update of sample x is about to read: the variance and means
+// of the modes its first loop visits (this is that loop without its writes,
+// the same floats in the same order, so it stops at the same mode), and of
+// every mode in use when the shadow test may walk them afterwards.
+template <int C>
+__device__ __forceinline__ void load_visited(const fm_mog2_params &p, const fm_mog2_rates &r,
+                                             const float *x, const fm_mog2_model &model,
+                                             size_t i, Pixel<C> &px)
+{
+    float wsum = 0.0f;
+    int n = px.nmodes;
+    int fitted = 0, background = 0;
+#pragma unroll
+    for (int m = 0; m < kModes; ++m) {
+        if (m >= n)
+            break;
+        float w = r.alpha1 * px.weight[m] + r.prune;
+        if (!fitted) {
+            if (!(px.valid >> m & 1u))
+                load_mode(model, i, m, px);
+            float dist2 = 0.0f;
+#pragma unroll
+            for (int c = 0; c < C; ++c) {
+                float d = px.mean[m * C + c] - x[c];
+                dist2 += d * d;
+            }
+            if (wsum < p.background_ratio && dist2 < p.var_threshold * px.variance[m])
+                background = 1;
+            if (dist2 < p.var_threshold_gen * px.variance[m]) {
+                fitted = 1;
+                w += r.alpha_t;
+            }
+        }
+        if (w < -r.prune) {
+            w = 0.0f;
+            --n;
+        }
+        wsum += w;
+    }
+    if (!background && p.detect_shadows) {
+#pragma unroll
+        for (int m = 1; m < kModes; ++m)
+            if (m < px.nmodes && !(px.valid >> m & 1u))
+                load_mode(model, i, m, px);
+    }
+}
+
+template <int C, typename T>
+__device__ __forceinline__ void update_pixel(const fm_mog2_params &p, const fm_mog2_frame_io &io,
+                                             const fm_mog2_model &model, int x, int y, size_t i,
+                                             Pixel<C> &px)
+{
+    unsigned char *mask = io.mask + (size_t)y * io.mask_pitch + x;
+    if (io.restart)
+        px.nmodes = 0;
+    if (io.known != NULL && io.known[(size_t)y * io.known_pitch + x] != 0) {
+        *mask = 255;  // foreground, and the model is left as it is
+        return;
+    }
+    const T *row = reinterpret_cast<const T *>(static_cast<const char *>(io.frame)
+                                               + (size_t)y * io.frame_pitch);
+    float sample[C];
+#pragma unroll
+    for (int c = 0; c < C; ++c)
+        sample[c] = (float)row[(size_t)x * C + c];  // exact for uint8
+    load_visited(p, io.rates, sample, model, i, px);
+    unsigned char nmodes = (unsigned char)px.nmodes;
+    *mask = fm_mog2_update_pixel(&p, &io.rates, sample, C, 0, px.weight, px.variance, px.mean,
+                                 1, &nmodes, &px.changed);
+    px.nmodes = nmodes;
+    px.valid |= px.changed;
+}
+
+template <int C>
+__device__ __forceinline__ void store_pixel(const fm_mog2_model &model, size_t i,
+                                            const Pixel<C> &px)
+{
+    const size_t P = model.stride;
+#pragma unroll
+    for (int k = 0; k < kModes; ++k) {
+        if (k < px.nmodes) {
+            model.weight[k * P + i] = px.weight[k];
+            if (px.changed >> k & 1u) {
+                model.variance[k * P + i] = px.variance[k];
+#pragma unroll
+                for (int c = 0; c < C; ++c)
+                    model.mean[(k * C + c) * P + i] = px.mean[k * C + c];
+            }
+        }
+    }
+    if (px.nmodes != px.stored)
+        model.mode_count[i] = (unsigned char)px.nmodes;
+}
+
+// One pixel through `count` consecutive frames: its state is read once,
+// updated once per frame in registers, and written once.
+template <int C, typename T>
+__device__ __forceinline__ void run_pixel(const fm_mog2_params &p, const fm_mog2_model &model,
+                                          const fm_mog2_frame_io *frames, int count, int x, int y)
+{
+    const size_t i = (size_t)y * model.width + x;
+    Pixel<C> px;
+    load_pixel(model, i, px);
+    for (int f = 0; f < count; ++f)
+        update_pixel<C, T>(p, frames[f], model, x, y, i, px);
+    store_pixel(model, i, px);
+}
+
 // Blocks per SM asked of the register allocator: as many as fit without
 // spilling, since occupancy is what keeps enough loads in flight.
 template <int C>
 constexpr int kMinBlocks = C == 1 ? 4 : (C == 3 ? 3 : 2);
 
-template <int C, typename T>
+template <int N>
+struct Pass {
+    fm_mog2_frame_io frame[N];
+    int count;
+};
+
+// __grid_constant__: the tables are read where the launch put them (indexed
+// by frame or camera at run time) instead of being copied per thread.
+template <int C, typename T, int N>
 __global__ void __launch_bounds__(256, kMinBlocks<C>)
-mog2_apply_kernel(fm_mog2_params params, fm_mog2_rates rates, fm_image frame,
-                  fm_image known_foreground, fm_image mask, fm_mog2_model model)
+mog2_apply_kernel(fm_mog2_params params, fm_mog2_model model, const __grid_constant__ Pass<N> pass)
 {
     const int x = blockIdx.x * blockDim.x + threadIdx.x;
     const int y = blockIdx.y * blockDim.y + threadIdx.y;
     if (x >= model.width || y >= model.height)
         return;
+    run_pixel<C, T>(params, model, pass.frame, N == 1 ? 1 : pass.count, x, y);
+}
 
-    unsigned char *mask_row = static_cast<unsigned char *>(mask.data) + (size_t)y * mask.pitch;
-    if (known_foreground.data != NULL
-        && static_cast<const unsigned char *>(known_foreground.data)
-                   [(size_t)y * known_foreground.pitch + x] != 0) {
-        mask_row[x] = 255;  // foreground, and the model is left as it is
+struct CameraTable {
+    fm_mog2_camera camera[FM_MOG2_CAMERAS_PER_LAUNCH];
+    unsigned first_block[FM_MOG2_CAMERAS_PER_LAUNCH];  // a camera's blocks are consecutive
+    int count;
+};
+
+constexpr unsigned kBlockX = 32, kBlockY = 8;
+const dim3 kBlock(kBlockX, kBlockY);
+
+// Each block belongs to one camera (found by binary search over where each
+// camera's blocks start) and covers a 32x8 tile of it. C == 0: the cameras
+// are of several kinds and each block branches to its camera's (the branch
+// is uniform over the block).
+template <int C, typename T>
+__global__ void __launch_bounds__(256, C == 0 ? 2 : kMinBlocks<C>)
+mog2_cameras_kernel(const __grid_constant__ CameraTable table)
+{
+    int lo = 0, hi = table.count - 1;
+    while (lo < hi) {
+        int mid = (lo + hi + 1) / 2;
+        if (table.first_block[mid] <= blockIdx.x)
+            lo = mid;
+        else
+            hi = mid - 1;
+    }
+    const fm_mog2_camera &cam = table.camera[lo];
+    const unsigned tile = blockIdx.x - table.first_block[lo];
+    const unsigned across = ((unsigned)cam.model.width + kBlockX - 1) / kBlockX;
+    const int x = (int)((tile % across) * kBlockX + threadIdx.x);
+    const int y = (int)((tile / across) * kBlockY + threadIdx.y);
+    if (x >= cam.model.width || y >= cam.model.height)
         return;
+    if constexpr (C != 0) {
+        run_pixel<C, T>(cam.params, cam.model, &cam.io, 1, x, y);
     }
-
-    const T *row = reinterpret_cast<const T *>(
-        static_cast<const char *>(frame.data) + (size_t)y * frame.pitch);
-    float sample[C];
-#pragma unroll
-    for (int c = 0; c < C; ++c)
-        sample[c] = (float)row[(size_t)x * C + c];  // exact for uint8
-
-    const size_t i = (size_t)y * model.width + x;
-    const size_t P = model.stride;
-    unsigned char nmodes = model.mode_count[i];
-    float weight[FM_MOG2_MAX_MIXTURES];
-    float variance[FM_MOG2_MAX_MIXTURES];
-    float mean[FM_MOG2_MAX_MIXTURES * C];
-    // Mode 0 is read without waiting for the mode count (almost every pixel
-    // uses it, and the model is zeroed when made): one round trip to memory
-    // fewer for most pixels, which is what bounds scenes with few modes.
-    weight[0] = model.weight[i];
-    variance[0] = model.variance[i];
-#pragma unroll
-    for (int c = 0; c < C; ++c)
-        mean[c] = model.mean[c * P + i];
-#pragma unroll
-    for (int k = 1; k < FM_MOG2_MAX_MIXTURES; ++k) {
-        if (k < nmodes) {
-            weight[k] = model.weight[k * P + i];
-            variance[k] = model.variance[k * P + i];
-#pragma unroll
-            for (int c = 0; c < C; ++c)
-                mean[k * C + c] = model.mean[(k * C + c) * P + i];
+    else {
+        switch (cam.model.channels * 2 + cam.is_float) {
+        case 2: run_pixel<1, unsigned char>(cam.params, cam.model, &cam.io, 1, x, y); break;
+        case 3: run_pixel<1, float>(cam.params, cam.model, &cam.io, 1, x, y); break;
+        case 6: run_pixel<3, unsigned char>(cam.params, cam.model, &cam.io, 1, x, y); break;
+        case 7: run_pixel<3, float>(cam.params, cam.model, &cam.io, 1, x, y); break;
+        case 8: run_pixel<4, unsigned char>(cam.params, cam.model, &cam.io, 1, x, y); break;
+        default: run_pixel<4, float>(cam.params, cam.model, &cam.io, 1, x, y); break;
         }
     }
-
-    mask_row[x] = fm_mog2_update_pixel(&params, &rates, sample, C, 0, weight, variance, mean,
-                                       1, &nmodes);
-
-#pragma unroll
-    for (int k = 0; k < FM_MOG2_MAX_MIXTURES; ++k) {
-        if (k < nmodes) {
-            model.weight[k * P + i] = weight[k];
-            model.variance[k * P + i] = variance[k];
-#pragma unroll
-            for (int c = 0; c < C; ++c)
-                model.mean[(k * C + c) * P + i] = mean[k * C + c];
-        }
-    }
-    model.mode_count[i] = nmodes;
 }
 
 template <int C, typename T>
@@ -105,24 +257,31 @@ __global__ void mog2_background_kernel(fm_mog2_params params, fm_mog2_model mode
     }
 }
 
-const dim3 kBlock(32, 8);
-
 dim3 grid_for(const fm_mog2_model &model)
 {
     return dim3(fm_div_up((unsigned)model.width, kBlock.x),
                 fm_div_up((unsigned)model.height, kBlock.y));
 }
 
-using ApplyKernel = void (*)(fm_mog2_params, fm_mog2_rates, fm_image, fm_image,
-                             fm_image, fm_mog2_model);
+template <int N>
+using ApplyKernel = void (*)(fm_mog2_params, fm_mog2_model, const Pass<N>);
+using CamerasKernel = void (*)(const CameraTable);
 using BackgroundKernel = void (*)(fm_mog2_params, fm_mog2_model, fm_image);
 
 // Indexed by [is_float][channels - 1]; 2 channels have no kernel.
-const ApplyKernel kApply[2][4] = {
-    {mog2_apply_kernel<1, unsigned char>, nullptr, mog2_apply_kernel<3, unsigned char>,
-     mog2_apply_kernel<4, unsigned char>},
-    {mog2_apply_kernel<1, float>, nullptr, mog2_apply_kernel<3, float>,
-     mog2_apply_kernel<4, float>},
+template <int N>
+const ApplyKernel<N> kApply[2][4] = {
+    {mog2_apply_kernel<1, unsigned char, N>, nullptr, mog2_apply_kernel<3, unsigned char, N>,
+     mog2_apply_kernel<4, unsigned char, N>},
+    {mog2_apply_kernel<1, float, N>, nullptr, mog2_apply_kernel<3, float, N>,
+     mog2_apply_kernel<4, float, N>},
+};
+
+const CamerasKernel kCameras[2][4] = {
+    {mog2_cameras_kernel<1, unsigned char>, nullptr, mog2_cameras_kernel<3, unsigned char>,
+     mog2_cameras_kernel<4, unsigned char>},
+    {mog2_cameras_kernel<1, float>, nullptr, mog2_cameras_kernel<3, float>,
+     mog2_cameras_kernel<4, float>},
 };
 
 const BackgroundKernel kBackground[2][4] = {
@@ -132,38 +291,89 @@ const BackgroundKernel kBackground[2][4] = {
      mog2_background_kernel<4, float>},
 };
 
-bool valid_shape(const fm_mog2_model &model, int channels, int elem_size)
+bool valid_model(const fm_mog2_params &params, const fm_mog2_model &model)
 {
-    return model.width > 0 && model.height > 0 && channels >= 1 && channels <= 4
-           && model.channels == channels && (elem_size == 1 || elem_size == 4);
+    return model.width > 0 && model.height > 0 && model.channels >= 1 && model.channels <= 4
+           && model.channels != 2 && params.n_mixtures >= 1
+           && params.n_mixtures <= FM_MOG2_MAX_MIXTURES;
+}
+
+template <int N>
+cudaError_t launch_pass(const fm_mog2_params &params, const fm_mog2_model &model, int is_float,
+                        const fm_mog2_frame_io *frames, int count, cudaStream_t stream)
+{
+    Pass<N> pass;
+    for (int f = 0; f < count; ++f)
+        pass.frame[f] = frames[f];
+    pass.count = count;
+    kApply<N>[is_float != 0][model.channels - 1]<<<grid_for(model), kBlock, 0, stream>>>(
+        params, model, pass);
+    return cudaGetLastError();
 }
 
 }  // namespace
 
-extern "C" cudaError_t fm_launch_mog2_apply(fm_mog2_params params, fm_mog2_rates rates,
-                                            fm_image frame, fm_image known_foreground,
-                                            fm_image mask, fm_mog2_model model,
-                                            cudaStream_t stream)
+extern "C" cudaError_t fm_launch_mog2_apply(fm_mog2_params params, fm_mog2_model model,
+                                            int is_float, const fm_mog2_frame_io *frames,
+                                            int count, cudaStream_t stream)
 {
-    if (!valid_shape(model, frame.channels, frame.elem_size)
-        || params.n_mixtures < 1 || params.n_mixtures > FM_MOG2_MAX_MIXTURES)
+    if (!valid_model(params, model) || frames == NULL || count < 1)
         return cudaErrorInvalidValue;
-    ApplyKernel kernel = kApply[frame.elem_size == 4][frame.channels - 1];
-    if (kernel == nullptr)
+    if (count == 1)
+        return launch_pass<1>(params, model, is_float, frames, 1, stream);
+    for (int start = 0; start < count; start += FM_MOG2_MAX_PASS) {
+        int n = count - start < FM_MOG2_MAX_PASS ? count - start : FM_MOG2_MAX_PASS;
+        cudaError_t err = launch_pass<FM_MOG2_MAX_PASS>(params, model, is_float, frames + start,
+                                                        n, stream);
+        if (err != cudaSuccess)
+            return err;
+    }
+    return cudaSuccess;
+}
+
+extern "C" cudaError_t fm_launch_mog2_cameras(const fm_mog2_camera *cameras, int count,
+                                              cudaStream_t stream)
+{
+    if (cameras == NULL || count < 0)
         return cudaErrorInvalidValue;
-    kernel<<<grid_for(model), kBlock, 0, stream>>>(params, rates, frame, known_foreground,
-                                                   mask, model);
-    return cudaGetLastError();
+    for (int k = 0; k < count; ++k)
+        if (!valid_model(cameras[k].params, cameras[k].model))
+            return cudaErrorInvalidValue;
+    for (int start = 0; start < count; start += FM_MOG2_CAMERAS_PER_LAUNCH) {
+        int n = count - start < FM_MOG2_CAMERAS_PER_LAUNCH ? count - start
+                                                          : FM_MOG2_CAMERAS_PER_LAUNCH;
+        CameraTable table;  // 11 KB, copied into the launch
+        unsigned long long blocks = 0;
+        bool one_kind = true;
+        for (int k = 0; k < n; ++k) {
+            const fm_mog2_camera &cam = cameras[start + k];
+            table.camera[k] = cam;
+            table.first_block[k] = (unsigned)blocks;
+            blocks += (unsigned long long)grid_for(cam.model).x * grid_for(cam.model).y;
+            one_kind = one_kind && cam.model.channels == cameras[start].model.channels
+                       && (cam.is_float != 0) == (cameras[start].is_float != 0);
+        }
+        if (blocks > 0x7fffffffull)
+            return cudaErrorInvalidConfiguration;
+        table.count = n;
+        const fm_mog2_camera &first = cameras[start];
+        CamerasKernel kernel = one_kind ? kCameras[first.is_float != 0][first.model.channels - 1]
+                                        : mog2_cameras_kernel<0, unsigned char>;
+        kernel<<<(unsigned)blocks, kBlock, 0, stream>>>(table);
+        cudaError_t err = cudaGetLastError();
+        if (err != cudaSuccess)
+            return err;
+    }
+    return cudaSuccess;
 }
 
 extern "C" cudaError_t fm_launch_mog2_background(fm_mog2_params params, fm_mog2_model model,
                                                  fm_image out, cudaStream_t stream)
 {
-    if (!valid_shape(model, out.channels, out.elem_size))
+    if (!valid_model(params, model) || out.channels != model.channels
+        || (out.elem_size != 1 && out.elem_size != 4))
         return cudaErrorInvalidValue;
     BackgroundKernel kernel = kBackground[out.elem_size == 4][out.channels - 1];
-    if (kernel == nullptr)
-        return cudaErrorInvalidValue;
     kernel<<<grid_for(model), kBlock, 0, stream>>>(params, model, out);
     return cudaGetLastError();
 }

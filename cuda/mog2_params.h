@@ -107,4 +107,16 @@ typedef struct fm_mog2_model {
     int channels;
 } fm_mog2_model;
 
+/* One frame of a MOG2 update: its values (uint8 or float32, model.channels
+ * per pixel), an optional known-foreground mask (non-zero pixels are
+ * foreground and not learned), where its uint8 mask goes, and its rates. */
+typedef struct fm_mog2_frame_io {
+    const void *frame;
+    const unsigned char *known;   /* NULL: no known foreground */
+    unsigned char *mask;
+    size_t frame_pitch, known_pitch, mask_pitch;  /* bytes between rows */
+    fm_mog2_rates rates;
+    int restart;                  /* the model restarts (no modes) first */
+} fm_mog2_frame_io;
+
 #endif

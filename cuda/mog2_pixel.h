@@ -136,12 +136,16 @@ FM_HOST_DEVICE static inline int fm_mog2_is_shadow(const fm_mog2_params *p,
  *
  * Pointers are offset to pixel i; stride = P (see the layout above).
  * Write the caller with a constant 'channels' so the loops unroll.
+ *
+ * *changed gains one bit per mode slot whose variance and means were written
+ * (the fitted or new mode, and the slots the reordering moved); every weight
+ * of the modes in use changes. The kernel stores only those slots.
  */
 FM_HOST_DEVICE static inline unsigned char
 fm_mog2_update_pixel(const fm_mog2_params *p, const fm_mog2_rates *r,
                      const float *x, int channels, int known_foreground,
                      float *weight, float *variance, float *mean, size_t stride,
-                     unsigned char *mode_count)
+                     unsigned char *mode_count, unsigned *changed)
 {
     const float alpha_t = r->alpha_t;
     const float alpha1 = r->alpha1;
@@ -228,6 +232,8 @@ fm_mog2_update_pixel(const fm_mog2_params *p, const fm_mog2_rates *r,
                             mean[((size_t)j * channels + c) * stride] = moved_mean[c];
                     }
                 }
+                /* slots dest..m: the fitted mode and those it moved past */
+                *changed |= ((2u << m) - 1u) & ~(dest - 1u);
             }
         }
 
@@ -285,6 +291,7 @@ fm_mog2_update_pixel(const fm_mog2_params *p, const fm_mog2_rates *r,
                 moving >>= 1;
             }
         }
+        *changed |= ((slot << 1) - 1u) & ~(moving - 1u); /* slots moving..slot */
     }
 
     *mode_count = (unsigned char)nmodes;

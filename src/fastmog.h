@@ -563,6 +563,8 @@ extern PyType_Spec fm_mog2_base_spec;
 extern PyType_Spec fm_mog2_spec;
 extern PyType_Spec fm_mog2_cpu_spec;
 extern PyMethodDef fm_mog2_base_methods_module[];
+extern PyMethodDef fm_mog2_methods_module[];       /* apply_cameras */
+extern PyMethodDef fm_mog2_cpu_methods_module[];   /* _cpu_apply_cameras */
 
 /* Creates a subtractor type deriving from `base`, its docstring opening with
  * the signature built from the parameter table (`extra`: parameters after

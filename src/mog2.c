@@ -7,9 +7,11 @@ typedef struct fm_MOG2 {
     fm_MOG2Base base;
     int device;
     fm_DeviceBuffer *model;         /* weight | variance | mean | mode_count */
-    fm_GpuMat *mask;                /* reused output, H x W uint8 */
-    fm_GpuMat *frame_staging;       /* device copy of numpy frames */
-    fm_GpuMat *known_staging;       /* device copy of numpy known_foreground */
+    fm_GpuMat *mask;                /* apply()'s reused output, H x W uint8 */
+    fm_GpuMat *batch_masks;         /* apply_batch()'s reused outputs, K*H x W uint8 */
+    fm_GpuMat **staging;            /* device copies of numpy inputs, [2k] frame k and
+                                       [2k+1] its known foreground; owned, PyMem */
+    int staging_slots;
 } fm_MOG2;
 
 static fm_mog2_model model_view(const fm_MOG2 *self)
@@ -22,8 +24,12 @@ static void release_model(fm_MOG2Base *base)
     fm_MOG2 *self = (fm_MOG2 *)base;
     Py_CLEAR(self->model);
     Py_CLEAR(self->mask);
-    Py_CLEAR(self->frame_staging);
-    Py_CLEAR(self->known_staging);
+    Py_CLEAR(self->batch_masks);
+    for (int k = 0; k < self->staging_slots; ++k)
+        Py_CLEAR(self->staging[k]);
+    PyMem_Free(self->staging);
+    self->staging = NULL;
+    self->staging_slots = 0;
 }
 
 static PyObject *MOG2_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
@@ -40,6 +46,23 @@ static PyObject *MOG2_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
         return NULL;
     }
     return (PyObject *)self;
+}
+
+/* Makes room for the staging of `frames` frames; the lock is held. */
+static int reserve_staging(fm_MOG2 *self, int frames)
+{
+    if (2 * frames <= self->staging_slots)
+        return 0;
+    fm_GpuMat **grown = PyMem_Realloc(self->staging, 2 * (size_t)frames * sizeof *grown);
+    if (grown == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    for (int k = self->staging_slots; k < 2 * frames; ++k)
+        grown[k] = NULL;
+    self->staging = grown;
+    self->staging_slots = 2 * frames;
+    return 0;
 }
 
 /* Replaces the model and the mask buffer for a new frame geometry, zeroed so
@@ -75,48 +98,126 @@ static int rebuild_model(fm_state *st, fm_MOG2 *self, const fm_mog2_geometry *g,
     }
     Py_XSETREF(self->model, model);
     Py_XSETREF(self->mask, mask);
+    /* a fresh model that has seen nothing, consistent even if the call
+     * fails later; the call's commit then counts its frames */
+    self->base.geometry = *g;
+    self->base.frames_seen = 0;
     return 0;
 }
 
-/* Queues one frame's work; the lock is held and the arguments are checked. */
-static PyObject *apply_locked(fm_state *st, fm_MOG2 *self, const fm_mog2_step *step,
-                              fm_GpuMat *frame, fm_GpuMat *known, fm_GpuMat *fgmask,
-                              fm_Stream *stream, fm_call *call)
+/* The device images of one frame of a call. References are owned. */
+typedef struct frame_images {
+    fm_GpuMat *frame;
+    fm_GpuMat *known;               /* NULL: no known foreground */
+    fm_GpuMat *mask;                /* where its mask goes */
+    int reused_mask;                /* the mask is the subtractor's own */
+} frame_images;
+
+static void release_images(frame_images *images, int count)
 {
-    if (step->rebuild && rebuild_model(st, self, &step->geometry, stream) < 0)
-        return NULL;
-    fm_GpuMat *mask = fgmask != NULL ? fgmask : self->mask;
-    /* Calls on different streams share the model and the reused mask: this
-     * one runs after the earlier ones on the GPU, so they never interleave. */
-    if (fm_device_buffer_use(st, self->model, stream, FM_USE_AFTER_EARLIER) < 0
-        || fm_device_buffer_use(st, mask->buffer, stream,
-                                fgmask == NULL ? FM_USE_AFTER_EARLIER : FM_USE_RELEASE_AFTER) < 0
-        || fm_device_buffer_use(st, frame->buffer, stream, FM_USE_RELEASE_AFTER) < 0
-        || (known != NULL
-            && fm_device_buffer_use(st, known->buffer, stream, FM_USE_RELEASE_AFTER) < 0)
-        || fm_call_gpu_begin(st, call) < 0)
-        return NULL;
-    fm_mog2_geometry g = step->geometry;
-    fm_mog2_model model = fm_mog2_model_at(self->model->ptr, &g);
-    if (step->restart) {
-        cudaError_t err = cudaMemsetAsync(model.mode_count, 0, model.stride, stream->handle);
-        if (err != cudaSuccess)
-            return fm_cuda_error(st, err, "restarting a MOG2 model");
+    for (int k = 0; k < count; ++k) {
+        Py_CLEAR(images[k].frame);
+        Py_CLEAR(images[k].known);
+        Py_CLEAR(images[k].mask);
     }
-    fm_image known_image;
-    memset(&known_image, 0, sizeof known_image);
-    if (known != NULL)
-        known_image = fm_gpumat_image(known);
-    cudaError_t err = fm_launch_mog2_apply(step->params, step->rates, fm_gpumat_image(frame),
-                                           known_image, fm_gpumat_image(mask), model,
-                                           stream->handle);
-    if (err != cudaSuccess)
-        return fm_cuda_error(st, err, "launching MOG2 on a %dx%dx%d frame", g.height, g.width,
-                             g.channels);
-    if (fm_call_gpu_end(st, call) < 0)
+}
+
+/* Brings the frame argument `index` of a call (and its known-foreground mask;
+ * None: none) onto the device through staging slot `slot`, checked: against
+ * the frame rule, or against `first`, the batch's first frame. `index` < 0:
+ * the call's only frame. The lock is held. */
+static int stage_frame(fm_state *st, fm_MOG2 *self, PyObject *frame_arg, PyObject *known_arg,
+                       int index, int slot, const fm_image_shape *first, fm_Stream *stream,
+                       PyObject *timer, frame_images *out)
+{
+    char name[48], known_name[64];
+    snprintf(name, sizeof name, index < 0 ? "frame" : "frames[%d]", index);
+    snprintf(known_name, sizeof known_name,
+             index < 0 ? "known_foreground" : "known_foreground[%d]", index);
+    fm_image_rule rule = first != NULL ? fm_mog2_batch_frame_rule(first) : fm_mog2_frame_rule();
+    out->frame = fm_as_device_image(st, frame_arg, name, &rule, stream,
+                                     &self->staging[2 * slot], timer);
+    if (out->frame == NULL)
+        return -1;
+    if (known_arg == Py_None)
+        return 0;
+    fm_image_rule mask_rule = fm_mog2_mask_rule(&out->frame->shape, 0);
+    out->known = fm_as_device_image(st, known_arg, known_name, &mask_rule, stream,
+                                    &self->staging[2 * slot + 1], timer);
+    return out->known == NULL ? -1 : 0;
+}
+
+/* Checks a caller's mask (a GpuMat) against the frame; a new reference. */
+static fm_GpuMat *caller_mask(fm_state *st, fm_MOG2 *self, PyObject *arg, const char *name,
+                              const fm_image_shape *frame)
+{
+    fm_image_rule rule = fm_mog2_mask_rule(frame, 1);
+    fm_GpuMat *mask = fm_gpumat_check_open(st, arg, name);
+    if (mask == NULL || fm_image_rule_check(&rule, &mask->shape, name) < 0
+        || fm_check_same_device(mask, self->device, name) < 0)
         return NULL;
-    fm_mog2_commit(&self->base, step);
-    return Py_NewRef(mask);
+    return (fm_GpuMat *)Py_NewRef(mask);
+}
+
+/* The frames' uses of device memory, in stream order (see devmem.c).
+ * Calls on different streams share the model and the reused masks: this one
+ * runs after the earlier ones on the GPU, so they never interleave. */
+static int use_images(fm_state *st, const frame_images *images, int count, fm_Stream *stream)
+{
+    for (int k = 0; k < count; ++k) {
+        const frame_images *im = &images[k];
+        if (fm_device_buffer_use(st, im->mask->buffer, stream,
+                                 im->reused_mask ? FM_USE_AFTER_EARLIER : FM_USE_RELEASE_AFTER)
+                    < 0
+            || fm_device_buffer_use(st, im->frame->buffer, stream, FM_USE_RELEASE_AFTER) < 0
+            || (im->known != NULL
+                && fm_device_buffer_use(st, im->known->buffer, stream, FM_USE_RELEASE_AFTER) < 0))
+            return -1;
+    }
+    return 0;
+}
+
+static fm_mog2_frame_io frame_io(const frame_images *im, const fm_mog2_step *step)
+{
+    fm_mog2_frame_io io;
+    io.frame = im->frame->data;
+    io.frame_pitch = im->frame->pitch;
+    io.known = im->known != NULL ? (const unsigned char *)im->known->data : NULL;
+    io.known_pitch = im->known != NULL ? im->known->pitch : 0;
+    io.mask = (unsigned char *)im->mask->data;
+    io.mask_pitch = im->mask->pitch;
+    io.rates = step->rates;
+    io.restart = step->restart;
+    return io;
+}
+
+/* Queues `count` consecutive frames of one geometry (planned in `steps`,
+ * staged in `images`) and commits them. The lock is held. */
+static int queue_frames(fm_state *st, fm_MOG2 *self, const fm_mog2_step *steps,
+                        const frame_images *images, int count, fm_Stream *stream, fm_call *call)
+{
+    const fm_mog2_geometry *g = &steps[0].geometry;
+    if (fm_device_buffer_use(st, self->model, stream, FM_USE_AFTER_EARLIER) < 0
+        || use_images(st, images, count, stream) < 0 || fm_call_gpu_begin(st, call) < 0)
+        return -1;
+    fm_mog2_model model = fm_mog2_model_at(self->model->ptr, g);
+    for (int start = 0; start < count; start += FM_MOG2_MAX_PASS) {
+        fm_mog2_frame_io io[FM_MOG2_MAX_PASS];
+        int n = count - start < FM_MOG2_MAX_PASS ? count - start : FM_MOG2_MAX_PASS;
+        for (int k = 0; k < n; ++k)
+            io[k] = frame_io(&images[start + k], &steps[start + k]);
+        cudaError_t err = fm_launch_mog2_apply(steps[0].params, model, g->is_float, io, n,
+                                               stream->handle);
+        if (err != cudaSuccess) {
+            fm_cuda_error(st, err, "launching MOG2 on %d %dx%dx%d frame(s)", n, g->height,
+                          g->width, g->channels);
+            return -1;
+        }
+    }
+    if (fm_call_gpu_end(st, call) < 0)
+        return -1;
+    fm_mog2_commit(&self->base, &steps[count - 1]);
+    return 0;
 }
 
 PyDoc_STRVAR(MOG2_apply_doc,
@@ -142,10 +243,9 @@ static PyObject *MOG2_apply(PyObject *op, PyObject *args, PyObject *kwargs)
     fm_state *st = fm_state_of(op);
     fm_MOG2 *self = (fm_MOG2 *)op;
     PyObject *frame_arg, *stream_arg = NULL, *fgmask_arg = Py_None, *known_arg = Py_None;
-    PyObject *timer = NULL, *result = NULL;
+    PyObject *timer = NULL, *result = NULL, *rate_arg = NULL;
     double learning_rate;
-    PyObject *rate_arg = NULL;
-    fm_GpuMat *frame = NULL, *known = NULL, *fgmask = NULL;
+    frame_images images = {NULL, NULL, NULL, 0};
     fm_mog2_step step;
     fm_device_guard guard;
     fm_call call;
@@ -156,7 +256,7 @@ static PyObject *MOG2_apply(PyObject *op, PyObject *args, PyObject *kwargs)
     fm_Stream *stream = fm_require_stream(st, stream_arg, self->device);
     if (stream == NULL)
         return NULL;
-    if (fgmask_arg != Py_None && (fgmask = fm_gpumat_check_open(st, fgmask_arg, "fgmask")) == NULL)
+    if (fgmask_arg != Py_None && fm_gpumat_check_open(st, fgmask_arg, "fgmask") == NULL)
         return NULL;
     if (fm_mog2_learning_rate_arg(rate_arg, &learning_rate) < 0)
         return NULL;
@@ -169,34 +269,347 @@ static PyObject *MOG2_apply(PyObject *op, PyObject *args, PyObject *kwargs)
         return fm_call_end(st, &call, NULL);
     if (fm_mog2_lock_open(&self->base) < 0)
         goto exit_device;
-    fm_image_rule frame_rule = fm_mog2_frame_rule();
-    frame = fm_as_device_image(st, frame_arg, "frame", &frame_rule, stream,
-                               &self->frame_staging, timer);
-    if (frame == NULL)
+    if (reserve_staging(self, 1) < 0
+        || stage_frame(st, self, frame_arg, known_arg, -1, 0, NULL, stream, timer, &images) < 0)
         goto done;
-    fm_image_rule mask_rule = fm_mog2_mask_rule(&frame->shape, 0);
-    if (known_arg != Py_None
-        && (known = fm_as_device_image(st, known_arg, "known_foreground", &mask_rule, stream,
-                                       &self->known_staging, timer)) == NULL)
+    /* The caller's mask is checked after staging: another thread may have
+     * closed it while this one waited for the lock (the GIL was released). */
+    if (fgmask_arg != Py_None) {
+        if ((images.mask = caller_mask(st, self, fgmask_arg, "fgmask", &images.frame->shape))
+            == NULL)
+            goto done;
+    }
+    fm_mog2_plan(&self->base, &images.frame->shape, learning_rate, &step);
+    if (step.rebuild && rebuild_model(st, self, &step.geometry, stream) < 0)
         goto done;
-    mask_rule.writable = 1;
-    /* Checked again: another thread may have closed it while this one waited
-     * for the lock or staged a frame (the GIL was released). */
-    if (fgmask != NULL && (fm_gpumat_check_open(st, fgmask_arg, "fgmask") == NULL
-                           || fm_image_rule_check(&mask_rule, &fgmask->shape, "fgmask") < 0
-                           || fm_check_same_device(fgmask, self->device, "fgmask") < 0))
-        goto done;
-    if (fm_mog2_plan(&self->base, &frame->shape, learning_rate, &step) < 0)
-        goto done;
-    result = apply_locked(st, self, &step, frame, known, fgmask, stream, &call);
+    if (images.mask == NULL) {
+        images.mask = (fm_GpuMat *)Py_NewRef(self->mask);
+        images.reused_mask = 1;
+    }
+    if (queue_frames(st, self, &step, &images, 1, stream, &call) == 0)
+        result = Py_NewRef(images.mask);
 done:
     fm_mog2_unlock(&self->base);
 exit_device:
     fm_device_exit(&guard);
-    Py_XDECREF(frame);
-    Py_XDECREF(known);
+    release_images(&images, 1);
     return fm_call_end(st, &call, result);
 }
+
+/* apply_batch's K masks when the caller gives none: views of one K*H x W
+ * buffer the subtractor keeps (grown when a batch is larger). */
+static int reused_batch_masks(fm_state *st, fm_MOG2 *self, const fm_image_shape *frame,
+                              frame_images *images, int count)
+{
+    fm_GpuMat *all = self->batch_masks;
+    if (all == NULL || all->shape.width != frame->width
+        || all->shape.height < count * frame->height
+        || all->shape.height % frame->height != 0) {
+        fm_image_shape shape = {count * frame->height, frame->width, 1, 2, NPY_UINT8, 0};
+        if ((all = fm_gpumat_new(st, self->device, &shape)) == NULL)
+            return -1;
+        Py_XSETREF(self->batch_masks, all);
+    }
+    fm_image_shape one = {frame->height, frame->width, 1, 2, NPY_UINT8, 0};
+    for (int k = 0; k < count; ++k) {
+        images[k].mask = fm_gpumat_view(st, all->buffer,
+                                        all->data + (size_t)k * frame->height * all->pitch,
+                                        all->pitch, &one);
+        if (images[k].mask == NULL)
+            return -1;
+        images[k].reused_mask = 1;
+    }
+    return 0;
+}
+
+PyDoc_STRVAR(MOG2_apply_batch_doc,
+"apply_batch($self, frames, /, learning_rate=-1.0, *, stream, fgmasks=None,\n"
+"            known_foreground=None, timer=None)\n--\n\n"
+"Updates the model with K consecutive frames in one pass over its state and\n"
+"returns their K masks as a tuple of GpuMats: exactly what K apply() calls\n"
+"return (the automatic learning rate advances frame by frame), with the\n"
+"model read and written once per 16 frames instead of once per frame.\n\n"
+"frames: a list or tuple of frames, or an array whose first axis is K\n"
+"(numpy, CuPy, PyTorch...); each anything apply() takes, all of one shape\n"
+"and dtype. fgmasks: K GpuMats to write, or None: views of one buffer the\n"
+"subtractor reuses (the next apply_batch() overwrites them).\n"
+"known_foreground: None, or K entries, each None or a uint8 H x W mask.");
+
+static PyObject *MOG2_apply_batch(PyObject *op, PyObject *args, PyObject *kwargs)
+{
+    static char *kwlist[] = {"", "learning_rate", "stream", "fgmasks", "known_foreground",
+                             "timer", NULL};
+    fm_state *st = fm_state_of(op);
+    fm_MOG2 *self = (fm_MOG2 *)op;
+    PyObject *frames_arg, *stream_arg = NULL, *fgmasks_arg = Py_None, *known_arg = Py_None;
+    PyObject *timer = NULL, *result = NULL, *rate_arg = NULL;
+    PyObject *frames = NULL, *knowns = NULL, *fgmasks = NULL;
+    frame_images *images = NULL;
+    fm_mog2_step *steps = NULL;
+    double learning_rate;
+    int count = 0;
+    fm_device_guard guard;
+    fm_call call;
+
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|O$OOOO:apply_batch", kwlist, &frames_arg,
+                                     &rate_arg, &stream_arg, &fgmasks_arg, &known_arg, &timer))
+        return NULL;
+    fm_Stream *stream = fm_require_stream(st, stream_arg, self->device);
+    if (stream == NULL || fm_mog2_learning_rate_arg(rate_arg, &learning_rate) < 0
+        || (frames = fm_mog2_items(frames_arg, "frames", -1)) == NULL)
+        return NULL;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(frames);
+    count = (int)n;
+    if ((known_arg != Py_None && (knowns = fm_mog2_items(known_arg, "known_foreground", n)) == NULL)
+        || (fgmasks_arg != Py_None && (fgmasks = fm_mog2_items(fgmasks_arg, "fgmasks", n)) == NULL))
+        goto error;
+    if (count == 0) {
+        Py_DECREF(frames);
+        Py_XDECREF(knowns);
+        Py_XDECREF(fgmasks);
+        return PyTuple_New(0);
+    }
+    images = PyMem_Calloc((size_t)count, sizeof *images);
+    steps = PyMem_Calloc((size_t)count, sizeof *steps);
+    if (images == NULL || steps == NULL) {
+        PyErr_NoMemory();
+        goto error;
+    }
+    int h, w, c;
+    fm_peek_shape(st, PySequence_Fast_GET_ITEM(frames, 0), &h, &w, &c);
+    if (fm_call_begin(st, &call, "BackgroundSubtractorMOG2.apply_batch", "kernel mog2_apply",
+                      timer, stream, h > 0 ? h * count : -1, w, c) < 0)
+        goto error;
+    if (fm_device_enter(st, self->device, &guard) < 0) {
+        fm_call_end(st, &call, NULL);
+        goto error;
+    }
+    if (fm_mog2_lock_open(&self->base) < 0)
+        goto exit_device;
+    if (reserve_staging(self, count) < 0)
+        goto done;
+    for (int k = 0; k < count; ++k) {
+        PyObject *known = knowns != NULL ? PySequence_Fast_GET_ITEM(knowns, k) : Py_None;
+        if (stage_frame(st, self, PySequence_Fast_GET_ITEM(frames, k), known, k, k,
+                        k == 0 ? NULL : &images[0].frame->shape, stream, timer, &images[k]) < 0)
+            goto done;
+    }
+    const fm_image_shape *shape = &images[0].frame->shape;
+    if (fgmasks != NULL) {
+        for (int k = 0; k < count; ++k) {
+            char name[32];
+            snprintf(name, sizeof name, "fgmasks[%d]", k);
+            if ((images[k].mask = caller_mask(st, self, PySequence_Fast_GET_ITEM(fgmasks, k),
+                                              name, shape)) == NULL)
+                goto done;
+        }
+    }
+    else if (reused_batch_masks(st, self, shape, images, count) < 0) {
+        goto done;
+    }
+    fm_mog2_plan_frames(&self->base, shape, learning_rate, count, steps);
+    if (steps[0].rebuild && rebuild_model(st, self, &steps[0].geometry, stream) < 0)
+        goto done;
+    if (queue_frames(st, self, steps, images, count, stream, &call) < 0)
+        goto done;
+    if ((result = PyTuple_New(count)) != NULL)
+        for (int k = 0; k < count; ++k)
+            PyTuple_SET_ITEM(result, k, Py_NewRef(images[k].mask));
+done:
+    fm_mog2_unlock(&self->base);
+exit_device:
+    fm_device_exit(&guard);
+    release_images(images, count);
+    result = fm_call_end(st, &call, result);
+    PyMem_Free(images);
+    PyMem_Free(steps);
+    Py_DECREF(frames);
+    Py_XDECREF(knowns);
+    Py_XDECREF(fgmasks);
+    return result;
+
+error:
+    if (images != NULL)
+        release_images(images, count);
+    PyMem_Free(images);
+    PyMem_Free(steps);
+    Py_XDECREF(frames);
+    Py_XDECREF(knowns);
+    Py_XDECREF(fgmasks);
+    return NULL;
+}
+
+/* ---- apply_cameras: many models, one launch ------------------------------ */
+
+/* One camera of apply_cameras: its subtractor (borrowed; the call's tuple
+ * holds it) and what its apply() would do. */
+typedef struct camera_call {
+    fm_MOG2 *sub;
+    double learning_rate;
+    frame_images images;
+    fm_mog2_step step;
+} camera_call;
+
+/* Stages, checks and plans every camera, then (nothing can be refused any
+ * more) rebuilds the models that need it and queues the one launch. Every
+ * lock is held. */
+static PyObject *cameras_locked(fm_state *st, camera_call *cams, int count, PyObject *frames,
+                                PyObject *knowns, PyObject *fgmasks, fm_Stream *stream,
+                                PyObject *timer, fm_call *call)
+{
+    for (int k = 0; k < count; ++k) {
+        camera_call *cam = &cams[k];
+        PyObject *known = knowns != NULL ? PySequence_Fast_GET_ITEM(knowns, k) : Py_None;
+        if (reserve_staging(cam->sub, 1) < 0
+            || stage_frame(st, cam->sub, PySequence_Fast_GET_ITEM(frames, k), known, k, 0, NULL,
+                           stream, timer, &cam->images) < 0)
+            return NULL;
+        if (fgmasks != NULL) {
+            char name[32];
+            snprintf(name, sizeof name, "fgmasks[%d]", k);
+            if ((cam->images.mask = caller_mask(st, cam->sub, PySequence_Fast_GET_ITEM(fgmasks, k),
+                                                name, &cam->images.frame->shape)) == NULL)
+                return NULL;
+        }
+        fm_mog2_plan(&cam->sub->base, &cam->images.frame->shape, cam->learning_rate,
+                     &cam->step);
+    }
+    fm_mog2_camera *table = PyMem_Calloc((size_t)count, sizeof *table);
+    if (table == NULL)
+        return PyErr_NoMemory();
+    PyObject *result = NULL;
+    for (int k = 0; k < count; ++k) {
+        camera_call *cam = &cams[k];
+        if (cam->step.rebuild && rebuild_model(st, cam->sub, &cam->step.geometry, stream) < 0)
+            goto done;
+        if (cam->images.mask == NULL) {
+            cam->images.mask = (fm_GpuMat *)Py_NewRef(cam->sub->mask);
+            cam->images.reused_mask = 1;
+        }
+        if (fm_device_buffer_use(st, cam->sub->model, stream, FM_USE_AFTER_EARLIER) < 0
+            || use_images(st, &cam->images, 1, stream) < 0)
+            goto done;
+        table[k].params = cam->step.params;
+        table[k].model = fm_mog2_model_at(cam->sub->model->ptr, &cam->step.geometry);
+        table[k].io = frame_io(&cam->images, &cam->step);
+        table[k].is_float = cam->step.geometry.is_float;
+    }
+    if (fm_call_gpu_begin(st, call) < 0)
+        goto done;
+    cudaError_t err = fm_launch_mog2_cameras(table, count, stream->handle);
+    if (err != cudaSuccess) {
+        fm_cuda_error(st, err, "launching MOG2 on %d cameras", count);
+        goto done;
+    }
+    if (fm_call_gpu_end(st, call) < 0 || (result = PyTuple_New(count)) == NULL)
+        goto done;
+    for (int k = 0; k < count; ++k) {
+        fm_mog2_commit(&cams[k].sub->base, &cams[k].step);
+        PyTuple_SET_ITEM(result, k, Py_NewRef(cams[k].images.mask));
+    }
+done:
+    PyMem_Free(table);
+    return result;
+}
+
+PyDoc_STRVAR(apply_cameras_doc,
+"apply_cameras(subtractors, frames, /, learning_rate=-1.0, *, stream,\n"
+"              fgmasks=None, known_foreground=None, timer=None)\n--\n\n"
+"Updates N subtractors, each with its own frame, in one kernel launch (up\n"
+"to 64 cameras per launch), and returns their N masks as a tuple: exactly\n"
+"what N apply() calls return. Frames may differ in size, channels and dtype\n"
+"and are taken as they are (no copy to stack them).\n\n"
+"subtractors: N distinct BackgroundSubtractorMOG2 on the stream's device.\n"
+"frames: N frames, each anything apply() takes. learning_rate: one value\n"
+"for all, or N values. fgmasks: N GpuMats to write, or None (each\n"
+"subtractor's reused mask). known_foreground: None, or N entries, each None\n"
+"or a uint8 mask.");
+
+static PyObject *apply_cameras(PyObject *module, PyObject *args, PyObject *kwargs)
+{
+    static char *kwlist[] = {"", "", "learning_rate", "stream", "fgmasks", "known_foreground",
+                             "timer", NULL};
+    fm_state *st = fm_state_of_module(module);
+    PyObject *subs_arg, *frames_arg, *rate_arg = NULL, *stream_arg = NULL;
+    PyObject *fgmasks_arg = Py_None, *known_arg = Py_None, *timer = NULL, *result = NULL;
+    PyObject *subs = NULL, *frames = NULL, *knowns = NULL, *fgmasks = NULL;
+    camera_call *cams = NULL;
+    fm_MOG2Base **bases = NULL;     /* [0, n): call order; [n, 2n): lock order */
+    double *rates = NULL;
+    fm_device_guard guard;
+    fm_call call;
+
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OO|O$OOOO:apply_cameras", kwlist, &subs_arg,
+                                     &frames_arg, &rate_arg, &stream_arg, &fgmasks_arg,
+                                     &known_arg, &timer)
+        || (subs = fm_mog2_items(subs_arg, "subtractors", -1)) == NULL)
+        return NULL;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(subs);
+    int count = (int)n;
+    if ((frames = fm_mog2_items(frames_arg, "frames", n)) == NULL
+        || (known_arg != Py_None
+            && (knowns = fm_mog2_items(known_arg, "known_foreground", n)) == NULL)
+        || (fgmasks_arg != Py_None && (fgmasks = fm_mog2_items(fgmasks_arg, "fgmasks", n)) == NULL))
+        goto out;
+    cams = PyMem_Calloc((size_t)count + 1, sizeof *cams);
+    bases = PyMem_Calloc(2 * (size_t)count + 1, sizeof *bases);
+    rates = PyMem_Calloc((size_t)count + 1, sizeof *rates);
+    if (cams == NULL || bases == NULL || rates == NULL) {
+        PyErr_NoMemory();
+        goto out;
+    }
+    if (fm_mog2_camera_args(subs, st->MOG2_type, rate_arg, bases, rates, bases + count) < 0)
+        goto out;
+    for (int k = 0; k < count; ++k) {
+        cams[k].sub = (fm_MOG2 *)bases[k];
+        cams[k].learning_rate = rates[k];
+        if (cams[k].sub->device != cams[0].sub->device) {
+            PyErr_Format(PyExc_ValueError,
+                         "subtractors[%d] is on device %d and subtractors[0] on device %d: "
+                         "one call serves one device", k, cams[k].sub->device,
+                         cams[0].sub->device);
+            goto out;
+        }
+    }
+    fm_Stream *stream = fm_require_stream(st, stream_arg, count > 0 ? cams[0].sub->device : -1);
+    if (stream == NULL)
+        goto out;
+    if (count == 0) {
+        result = PyTuple_New(0);
+        goto out;
+    }
+    int h, w, c;
+    fm_peek_shape(st, PySequence_Fast_GET_ITEM(frames, 0), &h, &w, &c);
+    if (fm_call_begin(st, &call, "apply_cameras", "kernel mog2_cameras", timer, stream,
+                      h > 0 ? h : -1, w, c) < 0)
+        goto out;
+    if (fm_device_enter(st, cams[0].sub->device, &guard) == 0) {
+        if (fm_mog2_lock_all(bases + count, count) == 0) {
+            result = cameras_locked(st, cams, count, frames, knowns, fgmasks, stream, timer,
+                                    &call);
+            fm_mog2_unlock_all(bases + count, count);
+        }
+        fm_device_exit(&guard);
+    }
+    for (int k = 0; k < count; ++k)
+        release_images(&cams[k].images, 1);
+    result = fm_call_end(st, &call, result);
+out:
+    PyMem_Free(cams);
+    PyMem_Free(bases);
+    PyMem_Free(rates);
+    Py_DECREF(subs);
+    Py_XDECREF(frames);
+    Py_XDECREF(knowns);
+    Py_XDECREF(fgmasks);
+    return result;
+}
+
+PyMethodDef fm_mog2_methods_module[] = {
+    {"apply_cameras", (PyCFunction)(void (*)(void))apply_cameras, METH_VARARGS | METH_KEYWORDS,
+     apply_cameras_doc},
+    {NULL, NULL, 0, NULL},
+};
 
 PyDoc_STRVAR(MOG2_get_background_image_doc,
 "get_background_image($self, /, *, stream, out=None, timer=None)\n--\n\n"
@@ -328,8 +741,9 @@ static int MOG2_traverse(PyObject *op, visitproc visit, void *arg)
     fm_MOG2 *self = (fm_MOG2 *)op;
     Py_VISIT(self->model);
     Py_VISIT(self->mask);
-    Py_VISIT(self->frame_staging);
-    Py_VISIT(self->known_staging);
+    Py_VISIT(self->batch_masks);
+    for (int k = 0; k < self->staging_slots; ++k)
+        Py_VISIT(self->staging[k]);
     Py_VISIT(Py_TYPE(op));
     return 0;
 }
@@ -343,6 +757,8 @@ static int MOG2_clear(PyObject *op)
 static PyMethodDef MOG2_methods[] = {
     {"apply", (PyCFunction)(void (*)(void))MOG2_apply, METH_VARARGS | METH_KEYWORDS,
      MOG2_apply_doc},
+    {"apply_batch", (PyCFunction)(void (*)(void))MOG2_apply_batch, METH_VARARGS | METH_KEYWORDS,
+     MOG2_apply_batch_doc},
     {"get_background_image", (PyCFunction)(void (*)(void))MOG2_get_background_image,
      METH_VARARGS | METH_KEYWORDS, MOG2_get_background_image_doc},
     {"getBackgroundImage", (PyCFunction)(void (*)(void))MOG2_get_background_image,

@@ -453,31 +453,138 @@ int fm_mog2_learning_rate_arg(PyObject *arg, double *rate)
     return 0;
 }
 
-int fm_mog2_plan(const fm_MOG2Base *self, const fm_image_shape *frame, double learning_rate,
-                 fm_mog2_step *step)
+/* The step of one frame after a model built for `had` has seen
+ * `frames_seen` frames. */
+static void plan_after(const fm_mog2_settings *settings, const fm_mog2_geometry *had,
+                       long frames_seen, const fm_image_shape *frame, double learning_rate,
+                       fm_mog2_step *step)
 {
-    const fm_mog2_geometry *had = &self->geometry;
     fm_mog2_geometry g = {frame->width, frame->height, frame->channels,
-                          frame->type_num == NPY_FLOAT32, self->settings.n_mixtures};
+                          frame->type_num == NPY_FLOAT32, settings->n_mixtures};
     step->geometry = g;
     step->rebuild = had->width == 0 || had->width != g.width || had->height != g.height
                     || had->channels != g.channels || had->is_float != g.is_float
                     || had->n_mixtures != g.n_mixtures;
-    long frames_seen = step->rebuild ? 0 : self->frames_seen;
+    if (step->rebuild)
+        frames_seen = 0;
     step->restart = step->rebuild || fm_mog2_needs_reset(frames_seen, learning_rate);
     if (step->restart)
         frames_seen = 0;
     step->frames_seen = frames_seen + 1;
-    step->params = fm_mog2_settings_params(&self->settings);
-    double rate = fm_mog2_learning_rate(learning_rate, step->frames_seen, self->settings.history);
+    step->params = fm_mog2_settings_params(settings);
+    double rate = fm_mog2_learning_rate(learning_rate, step->frames_seen, settings->history);
     step->rates = fm_mog2_make_rates(&step->params, rate);
+}
+
+int fm_mog2_plan(const fm_MOG2Base *self, const fm_image_shape *frame, double learning_rate,
+                 fm_mog2_step *step)
+{
+    plan_after(&self->settings, &self->geometry, self->frames_seen, frame, learning_rate, step);
     return 0;
+}
+
+void fm_mog2_plan_frames(const fm_MOG2Base *self, const fm_image_shape *frame,
+                         double learning_rate, int count, fm_mog2_step *steps)
+{
+    for (int k = 0; k < count; ++k) {
+        if (k == 0)
+            plan_after(&self->settings, &self->geometry, self->frames_seen, frame,
+                       learning_rate, &steps[0]);
+        else
+            plan_after(&self->settings, &steps[k - 1].geometry, steps[k - 1].frames_seen, frame,
+                       learning_rate, &steps[k]);
+    }
 }
 
 void fm_mog2_commit(fm_MOG2Base *self, const fm_mog2_step *step)
 {
     self->geometry = step->geometry;
     self->frames_seen = step->frames_seen;
+}
+
+/* ---- arguments of the batched and multi-camera calls ---------------------- */
+
+PyObject *fm_mog2_items(PyObject *arg, const char *name, Py_ssize_t count)
+{
+    char message[96];
+    snprintf(message, sizeof message, "%s must be a sequence (a list, a tuple or an array)",
+             name);
+    PyObject *items = PySequence_Fast(arg, message);
+    if (items != NULL && PyList_Check(items))
+        Py_SETREF(items, PyList_AsTuple(items));
+    if (items != NULL && count >= 0 && PySequence_Fast_GET_SIZE(items) != count) {
+        PyErr_Format(PyExc_ValueError, "%s has %zd entries for %zd frames", name,
+                     PySequence_Fast_GET_SIZE(items), count);
+        Py_CLEAR(items);
+    }
+    if (items != NULL && PySequence_Fast_GET_SIZE(items) > INT_MAX / 2) {
+        PyErr_Format(PyExc_ValueError, "%s: too many entries for one call", name);
+        Py_CLEAR(items);
+    }
+    return items;
+}
+
+static int by_address(const void *a, const void *b)
+{
+    uintptr_t x = (uintptr_t)*(fm_MOG2Base *const *)a, y = (uintptr_t)*(fm_MOG2Base *const *)b;
+    return x < y ? -1 : x > y;
+}
+
+int fm_mog2_camera_args(PyObject *subs, PyTypeObject *type, PyObject *rate_arg,
+                        fm_MOG2Base **cameras, double *rates, fm_MOG2Base **locking)
+{
+    int count = (int)PySequence_Fast_GET_SIZE(subs);
+    for (int k = 0; k < count; ++k) {
+        PyObject *obj = PySequence_Fast_GET_ITEM(subs, k);
+        if (!PyObject_TypeCheck(obj, type)) {
+            PyErr_Format(PyExc_TypeError, "subtractors[%d] must be a %s, not %.100s", k,
+                         type->tp_name, Py_TYPE(obj)->tp_name);
+            return -1;
+        }
+        cameras[k] = locking[k] = (fm_MOG2Base *)obj;
+    }
+    qsort(locking, (size_t)count, sizeof *locking, by_address);
+    for (int k = 1; k < count; ++k) {
+        if (locking[k] == locking[k - 1]) {
+            PyErr_SetString(PyExc_ValueError,
+                            "subtractors: the same subtractor appears twice (one model "
+                            "cannot take two frames at once; use apply_batch)");
+            return -1;
+        }
+    }
+    if (rate_arg == NULL || PyNumber_Check(rate_arg)) {
+        double rate;
+        if (fm_mog2_learning_rate_arg(rate_arg, &rate) < 0)
+            return -1;
+        for (int k = 0; k < count; ++k)
+            rates[k] = rate;
+        return 0;
+    }
+    PyObject *items = fm_mog2_items(rate_arg, "learning_rate", count);
+    if (items == NULL)
+        return -1;
+    int rc = 0;
+    for (int k = 0; k < count && rc == 0; ++k)
+        rc = fm_mog2_learning_rate_arg(PySequence_Fast_GET_ITEM(items, k), &rates[k]);
+    Py_DECREF(items);
+    return rc;
+}
+
+int fm_mog2_lock_all(fm_MOG2Base **locking, int count)
+{
+    for (int k = 0; k < count; ++k) {
+        if (fm_mog2_lock_open(locking[k]) < 0) {
+            fm_mog2_unlock_all(locking, k);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+void fm_mog2_unlock_all(fm_MOG2Base **locking, int count)
+{
+    while (count > 0)
+        fm_mog2_unlock(locking[--count]);
 }
 
 /* The launch grid has 65535 rows of 8-pixel-tall blocks at most. */
@@ -487,6 +594,13 @@ fm_image_rule fm_mog2_frame_rule(void)
 {
     fm_image_rule rule = {FM_DTYPE_BIT(NPY_UINT8) | FM_DTYPE_BIT(NPY_FLOAT32), FM_IMAGE_CHANNELS,
                           0, 0, NULL, 0, FM_MOG2_MAX_HEIGHT};
+    return rule;
+}
+
+fm_image_rule fm_mog2_batch_frame_rule(const fm_image_shape *first)
+{
+    fm_image_rule rule = {FM_DTYPE_BIT(first->type_num), FM_CHANNELS_BIT(first->channels),
+                          first->height, first->width, "frames[0]", 0, 0};
     return rule;
 }
 

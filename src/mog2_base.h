@@ -77,10 +77,34 @@ typedef struct fm_mog2_step {
 /* Plans the frame (the rate was checked). Called with the lock held. */
 int fm_mog2_plan(const fm_MOG2Base *self, const fm_image_shape *frame, double learning_rate,
                  fm_mog2_step *step);
+/* Plans `count` consecutive frames of one shape as that many apply() calls
+ * would: steps[0] as fm_mog2_plan does, each later one after the one before
+ * (only steps[0] can rebuild). Commit the last. */
+void fm_mog2_plan_frames(const fm_MOG2Base *self, const fm_image_shape *frame,
+                         double learning_rate, int count, fm_mog2_step *steps);
 void fm_mog2_commit(fm_MOG2Base *self, const fm_mog2_step *step);
+
+/* A sequence argument as a tuple of `count` items (count < 0: any length,
+ * up to INT_MAX / 2): a list is copied, so another thread changing it while
+ * the call has the GIL released cannot drop what the call uses. New
+ * reference, or NULL with TypeError / ValueError. */
+PyObject *fm_mog2_items(PyObject *arg, const char *name, Py_ssize_t count);
+
+/* apply_cameras' subtractors (a tuple from fm_mog2_items) and learning_rate
+ * (one number, or one per camera), checked: each of `type`, none twice.
+ * Fills cameras[] and rates[] in call order and locking[] in the order the
+ * locks are taken (by address: two calls on overlapping sets never wait for
+ * each other in a cycle). */
+int fm_mog2_camera_args(PyObject *subs, PyTypeObject *type, PyObject *rate_arg,
+                        fm_MOG2Base **cameras, double *rates, fm_MOG2Base **locking);
+/* Takes every lock (and checks each is open), or none. */
+int fm_mog2_lock_all(fm_MOG2Base **locking, int count);
+void fm_mog2_unlock_all(fm_MOG2Base **locking, int count);
 
 /* What each argument of the subtractors must be. */
 fm_image_rule fm_mog2_frame_rule(void);
+/* The frames of a batch after the first: its shape and dtype. */
+fm_image_rule fm_mog2_batch_frame_rule(const fm_image_shape *first);
 fm_image_rule fm_mog2_mask_rule(const fm_image_shape *frame, int writable);
 fm_image_rule fm_mog2_background_rule(const fm_mog2_geometry *g);
 /* The shape of the background image of a model (uint8 or float32). */

@@ -16,33 +16,40 @@ static int params_ok(const fm_mog2_params *p, const fm_mog2_model *m)
            && p->n_mixtures <= FM_MOG2_MAX_MIXTURES;
 }
 
-/* One row, channel count fixed at compile time so the pixel loops unroll. */
+/* One row through `count` frames, pixel by pixel (each pixel's modes stay in
+ * cache while its frames go through them), channel count fixed at compile
+ * time so the pixel loops unroll. */
 #define FM_DEFINE_ROW(CH)                                                         \
-    static void apply_row_##CH(const fm_mog2_params *p, const fm_mog2_rates *r,  \
-                               const void *row, int is_float, int width,          \
-                               const unsigned char *kfg, unsigned char *mrow,     \
-                               float *weight, float *variance, float *mean,       \
-                               unsigned char *mode_count, size_t first,           \
-                               size_t stride)                                     \
+    static void apply_row_##CH(const fm_mog2_params *p, const fm_mog2_model *m,  \
+                               int is_float, const fm_mog2_frame_io *frames,      \
+                               int count, int y)                                  \
     {                                                                             \
-        const unsigned char *row_u8 = (const unsigned char *)row;                 \
-        const float *row_f32 = (const float *)row;                                \
+        const size_t first = (size_t)y * (size_t)m->width;                        \
         float xv[CH];                                                             \
-        int xi, c;                                                                \
-        for (xi = 0; xi < width; ++xi) {                                          \
+        unsigned changed = 0; /* only the kernel stores by it */                  \
+        for (int xi = 0; xi < m->width; ++xi) {                                   \
             size_t i = first + (size_t)xi;                                        \
-            if (is_float) {                                                       \
-                for (c = 0; c < (CH); ++c)                                        \
-                    xv[c] = row_f32[(size_t)xi * (CH) + c];                       \
-            } else {                                                              \
-                /* uint8 -> float is exact, as OpenCV's convertTo */              \
-                for (c = 0; c < (CH); ++c)                                        \
-                    xv[c] = (float)row_u8[(size_t)xi * (CH) + c];                 \
+            for (int f = 0; f < count; ++f) {                                     \
+                const fm_mog2_frame_io *io = &frames[f];                          \
+                const char *row = (const char *)io->frame                         \
+                                  + (size_t)y * io->frame_pitch;                  \
+                unsigned char *mask = io->mask + (size_t)y * io->mask_pitch + xi; \
+                if (io->restart)                                                  \
+                    m->mode_count[i] = 0;                                         \
+                if (io->known != NULL                                             \
+                    && io->known[(size_t)y * io->known_pitch + xi] != 0) {        \
+                    *mask = 255;                                                  \
+                    continue;                                                     \
+                }                                                                 \
+                for (int c = 0; c < (CH); ++c)                                    \
+                    /* uint8 -> float is exact, as OpenCV's convertTo */          \
+                    xv[c] = is_float ? ((const float *)row)[(size_t)xi * (CH) + c] \
+                            : (float)((const unsigned char *)row)[(size_t)xi * (CH) + c]; \
+                *mask = fm_mog2_update_pixel(p, &io->rates, xv, (CH), 0,          \
+                                             m->weight + i, m->variance + i,      \
+                                             m->mean + i, m->stride,              \
+                                             m->mode_count + i, &changed);        \
             }                                                                     \
-            mrow[xi] = fm_mog2_update_pixel(p, r, xv, (CH),                       \
-                                            kfg != NULL && kfg[xi] != 0,          \
-                                            weight + i, variance + i, mean + i,   \
-                                            stride, mode_count + i);              \
         }                                                                         \
     }
 
@@ -50,33 +57,27 @@ FM_DEFINE_ROW(1)
 FM_DEFINE_ROW(3)
 FM_DEFINE_ROW(4)
 
-int fm_mog2_cpu_apply(const fm_mog2_params *p, const fm_mog2_rates *r,
-                      const void *frame, size_t frame_pitch, int frame_is_float,
-                      const unsigned char *known_fg, size_t known_fg_pitch,
-                      unsigned char *mask, size_t mask_pitch, const fm_mog2_model *m)
+int fm_mog2_cpu_apply(const fm_mog2_params *p, const fm_mog2_model *m, int is_float,
+                      const fm_mog2_frame_io *frames, int count)
 {
-    if (!params_ok(p, m) || frame == NULL || mask == NULL)
+    if (!params_ok(p, m) || frames == NULL || count < 1)
         return FM_MOG2_EINVAL;
+    for (int f = 0; f < count; ++f)
+        if (frames[f].frame == NULL || frames[f].mask == NULL)
+            return FM_MOG2_EINVAL;
     /* Pixels are independent: rows run on all cores, each with the exact
      * per-pixel code, so the result does not depend on the thread count. */
 #pragma omp parallel for schedule(static)
     for (int y = 0; y < m->height; ++y) {
-        const void *row = (const unsigned char *)frame + (size_t)y * frame_pitch;
-        const unsigned char *kfg = known_fg != NULL ? known_fg + (size_t)y * known_fg_pitch : NULL;
-        unsigned char *mrow = mask + (size_t)y * mask_pitch;
-        size_t first = (size_t)y * (size_t)m->width;
         switch (m->channels) {
         case 1:
-            apply_row_1(p, r, row, frame_is_float, m->width, kfg, mrow, m->weight, m->variance,
-                        m->mean, m->mode_count, first, m->stride);
+            apply_row_1(p, m, is_float, frames, count, y);
             break;
         case 3:
-            apply_row_3(p, r, row, frame_is_float, m->width, kfg, mrow, m->weight, m->variance,
-                        m->mean, m->mode_count, first, m->stride);
+            apply_row_3(p, m, is_float, frames, count, y);
             break;
         default:
-            apply_row_4(p, r, row, frame_is_float, m->width, kfg, mrow, m->weight, m->variance,
-                        m->mean, m->mode_count, first, m->stride);
+            apply_row_4(p, m, is_float, frames, count, y);
             break;
         }
     }

@@ -12,18 +12,15 @@
 #define FM_MOG2_EINVAL (-1)
 
 /*
- * Processes one frame.
- *   frame: model->height rows of model->width * model->channels uint8
- *          (frame_is_float == 0) or float32 values, rows frame_pitch bytes apart.
- *   known_fg: optional (NULL = none) uint8 mask; a value > 0 marks known
- *          foreground: mask 255, no update.
- *   mask: output uint8, rows mask_pitch bytes apart.
+ * Updates the model with `count` consecutive frames (fm_mog2_frame_io, in
+ * mog2_params.h: uint8 or float32 values, model->channels per pixel; an
+ * optional known-foreground mask; where the uint8 mask goes; the frame's
+ * rates and whether the model restarts first), exactly as `count` one-frame
+ * calls would, in one pass over the model.
  * Returns FM_MOG2_OK or FM_MOG2_EINVAL (bad sizes or parameters).
  */
-int fm_mog2_cpu_apply(const fm_mog2_params *p, const fm_mog2_rates *rates,
-                      const void *frame, size_t frame_pitch, int frame_is_float,
-                      const unsigned char *known_fg, size_t known_fg_pitch,
-                      unsigned char *mask, size_t mask_pitch, const fm_mog2_model *model);
+int fm_mog2_cpu_apply(const fm_mog2_params *p, const fm_mog2_model *model, int is_float,
+                      const fm_mog2_frame_io *frames, int count);
 
 /*
  * Background image (OpenCV's getBackgroundImage): uint8 with saturate_cast

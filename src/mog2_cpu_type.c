@@ -29,6 +29,8 @@ static PyObject *MOG2Cpu_new(PyTypeObject *type, PyObject *args, PyObject *kwarg
     return (PyObject *)self;
 }
 
+/* A new zeroed model for `g`; the subtractor then holds a fresh model that
+ * has seen nothing (consistent even if the call fails later). */
 static int rebuild_model(fm_MOG2Cpu *self, const fm_mog2_geometry *g)
 {
     void *model = PyMem_RawCalloc(1, fm_mog2_model_bytes(g));
@@ -39,6 +41,90 @@ static int rebuild_model(fm_MOG2Cpu *self, const fm_mog2_geometry *g)
     }
     release_model(&self->base);
     self->model = model;
+    self->base.geometry = *g;
+    self->base.frames_seen = 0;
+    return 0;
+}
+
+/* Frame `index` of a call (< 0: the call's only frame) and its known
+ * foreground (None: none), checked against the frame rule or, after the
+ * first, against `first`; io->frame and io->known point into them. */
+static int check_frame(PyObject *frame_arg, PyObject *known_arg, int index,
+                       const fm_image_shape *first, fm_host_image *frame, fm_mog2_frame_io *io)
+{
+    char name[48], known_name[64];
+    snprintf(name, sizeof name, index < 0 ? "frame" : "frames[%d]", index);
+    snprintf(known_name, sizeof known_name,
+             index < 0 ? "known_foreground" : "known_foreground[%d]", index);
+    fm_image_rule rule = first != NULL ? fm_mog2_batch_frame_rule(first) : fm_mog2_frame_rule();
+    if (fm_host_image_check(frame_arg, name, &rule, frame) < 0)
+        return -1;
+    io->frame = frame->data;
+    io->frame_pitch = frame->pitch;
+    io->known = NULL;
+    io->known_pitch = 0;
+    if (known_arg != Py_None) {
+        fm_host_image known;
+        fm_image_rule mask_rule = fm_mog2_mask_rule(&frame->shape, 0);
+        if (fm_host_image_check(known_arg, known_name, &mask_rule, &known) < 0)
+            return -1;
+        io->known = (const unsigned char *)known.data;
+        io->known_pitch = known.pitch;
+    }
+    return 0;
+}
+
+/* A caller's mask for a frame of `shape`; io->mask points into it. */
+static int check_mask(PyObject *arg, const char *name, const fm_image_shape *shape,
+                      fm_mog2_frame_io *io)
+{
+    fm_host_image mask;
+    fm_image_rule rule = fm_mog2_mask_rule(shape, 1);
+    if (fm_host_image_check(arg, name, &rule, &mask) < 0)
+        return -1;
+    io->mask = (unsigned char *)mask.data;
+    io->mask_pitch = mask.pitch;
+    return 0;
+}
+
+/* A new C-contiguous uint8 array of `count` masks (count 0: one H x W mask)
+ * for frames of `shape`; io[k].mask points to mask k. */
+static PyObject *new_masks(const fm_image_shape *shape, int count, fm_mog2_frame_io *io)
+{
+    npy_intp dims[3] = {count, shape->height, shape->width};
+    PyObject *masks = count == 0 ? PyArray_SimpleNew(2, dims + 1, NPY_UINT8)
+                                 : PyArray_SimpleNew(3, dims, NPY_UINT8);
+    if (masks == NULL)
+        return NULL;
+    char *data = PyArray_DATA((PyArrayObject *)masks);
+    for (int k = 0; k < (count == 0 ? 1 : count); ++k) {
+        io[k].mask = (unsigned char *)data + (size_t)k * shape->height * shape->width;
+        io[k].mask_pitch = (size_t)shape->width;
+    }
+    return masks;
+}
+
+/* Runs `count` planned frames of one geometry through the model with the
+ * GIL released, and commits them. The lock is held. */
+static int run_frames(fm_MOG2Cpu *self, const fm_mog2_step *steps, fm_mog2_frame_io *io,
+                      int count)
+{
+    if (steps[0].rebuild && rebuild_model(self, &steps[0].geometry) < 0)
+        return -1;
+    for (int k = 0; k < count; ++k) {
+        io[k].rates = steps[k].rates;
+        io[k].restart = steps[k].restart;
+    }
+    fm_mog2_model model = fm_mog2_model_at(self->model, &steps[0].geometry);
+    int rc;
+    Py_BEGIN_ALLOW_THREADS
+    rc = fm_mog2_cpu_apply(&steps[0].params, &model, steps[0].geometry.is_float, io, count);
+    Py_END_ALLOW_THREADS
+    if (rc != FM_MOG2_OK) {
+        PyErr_SetString(PyExc_ValueError, "MOG2 refused the frame or parameters");
+        return -1;
+    }
+    fm_mog2_commit(&self->base, &steps[count - 1]);
     return 0;
 }
 
@@ -55,74 +141,221 @@ static PyObject *MOG2Cpu_apply(PyObject *op, PyObject *args, PyObject *kwargs)
     fm_MOG2Cpu *self = (fm_MOG2Cpu *)op;
     fm_state *st = fm_state_of(op);
     PyObject *frame_arg, *fgmask_arg = Py_None, *known_arg = Py_None, *timer = NULL;
-    PyObject *mask = NULL;
+    PyObject *mask = NULL, *rate_arg = NULL;
     double learning_rate;
-    PyObject *rate_arg = NULL;
-    fm_host_image frame, known, out;
+    fm_host_image frame;
+    fm_mog2_frame_io io;
     fm_mog2_step step;
     fm_call call;
 
     if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|O$OOO:apply", kwlist, &frame_arg,
                                      &rate_arg, &fgmask_arg, &known_arg, &timer))
         return NULL;
-    fm_image_rule frame_rule = fm_mog2_frame_rule();
     if (fm_mog2_learning_rate_arg(rate_arg, &learning_rate) < 0
-        || fm_host_image_check(frame_arg, "frame", &frame_rule, &frame) < 0)
+        || check_frame(frame_arg, known_arg, -1, NULL, &frame, &io) < 0)
         return NULL;
-    fm_image_rule mask_rule = fm_mog2_mask_rule(&frame.shape, 0);
-    if (known_arg != Py_None && fm_host_image_check(known_arg, "known_foreground", &mask_rule,
-                                                    &known) < 0)
-        return NULL;
-    mask_rule.writable = 1;
     if (fgmask_arg != Py_None) {
-        if (fm_host_image_check(fgmask_arg, "fgmask", &mask_rule, &out) < 0)
+        if (check_mask(fgmask_arg, "fgmask", &frame.shape, &io) < 0)
             return NULL;
         mask = Py_NewRef(fgmask_arg);
     }
-    else {
-        npy_intp dims[2] = {frame.shape.height, frame.shape.width};
-        if ((mask = PyArray_SimpleNew(2, dims, NPY_UINT8)) == NULL
-            || fm_host_image_check(mask, "fgmask", NULL, &out) < 0) {
-            Py_XDECREF(mask);
-            return NULL;
-        }
+    else if ((mask = new_masks(&frame.shape, 0, &io)) == NULL) {
+        return NULL;
     }
     if (fm_call_begin(st, &call, "cpu.BackgroundSubtractorMOG2.apply", NULL, timer, NULL,
                       frame.shape.height, frame.shape.width, frame.shape.channels) < 0) {
         Py_DECREF(mask);
         return NULL;
     }
-    if (fm_mog2_lock_open(&self->base) < 0)
-        goto error;
-    (void)fm_mog2_plan(&self->base, &frame.shape, learning_rate, &step);
-    if (step.rebuild && rebuild_model(self, &step.geometry) < 0) {
+    int rc = fm_mog2_lock_open(&self->base);
+    if (rc == 0) {
+        fm_mog2_plan(&self->base, &frame.shape, learning_rate, &step);
+        rc = run_frames(self, &step, &io, 1);
         fm_mog2_unlock(&self->base);
-        goto error;
     }
-    fm_mog2_model model = fm_mog2_model_at(self->model, &step.geometry);
-    if (step.restart)
-        memset(model.mode_count, 0, model.stride);
-    int rc;
-    Py_BEGIN_ALLOW_THREADS
-    rc = fm_mog2_cpu_apply(&step.params, &step.rates, frame.data, frame.pitch,
-                           step.geometry.is_float,
-                           known_arg != Py_None ? (const unsigned char *)known.data : NULL,
-                           known_arg != Py_None ? known.pitch : 0, (unsigned char *)out.data,
-                           out.pitch, &model);
-    Py_END_ALLOW_THREADS
-    if (rc == FM_MOG2_OK)
-        fm_mog2_commit(&self->base, &step);
-    fm_mog2_unlock(&self->base);
-    if (rc != FM_MOG2_OK) {
-        PyErr_SetString(PyExc_ValueError, "MOG2 refused the frame or parameters");
-        goto error;
-    }
+    if (rc < 0)
+        Py_CLEAR(mask);
     return fm_call_end(st, &call, mask);
-
-error:
-    Py_DECREF(mask);
-    return fm_call_end(st, &call, NULL);
 }
+
+PyDoc_STRVAR(MOG2Cpu_apply_batch_doc,
+"apply_batch($self, frames, /, learning_rate=-1.0, *, fgmasks=None,\n"
+"            known_foreground=None, timer=None)\n--\n\n"
+"Updates the model with K consecutive frames (a K x H x W[ x C] array or a\n"
+"sequence of K arrays of one shape and dtype) in one pass over the model and\n"
+"returns the K masks as a new K x H x W uint8 array, or fills `fgmasks` (K\n"
+"writable masks, e.g. a K x H x W array). Exactly what K apply() calls give.\n"
+"known_foreground: None, or K entries, each None or a uint8 H x W mask.");
+
+static PyObject *MOG2Cpu_apply_batch(PyObject *op, PyObject *args, PyObject *kwargs)
+{
+    static char *kwlist[] = {"", "learning_rate", "fgmasks", "known_foreground", "timer", NULL};
+    fm_MOG2Cpu *self = (fm_MOG2Cpu *)op;
+    fm_state *st = fm_state_of(op);
+    PyObject *frames_arg, *fgmasks_arg = Py_None, *known_arg = Py_None, *timer = NULL;
+    PyObject *rate_arg = NULL, *frames = NULL, *knowns = NULL, *fgmasks = NULL, *masks = NULL;
+    fm_mog2_frame_io *io = NULL;
+    fm_mog2_step *steps = NULL;
+    fm_host_image first, frame;
+    double learning_rate;
+    fm_call call;
+
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|O$OOO:apply_batch", kwlist, &frames_arg,
+                                     &rate_arg, &fgmasks_arg, &known_arg, &timer)
+        || fm_mog2_learning_rate_arg(rate_arg, &learning_rate) < 0
+        || (frames = fm_mog2_items(frames_arg, "frames", -1)) == NULL)
+        return NULL;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(frames);
+    int count = (int)n;
+    if ((known_arg != Py_None
+         && (knowns = fm_mog2_items(known_arg, "known_foreground", n)) == NULL)
+        || (fgmasks_arg != Py_None && (fgmasks = fm_mog2_items(fgmasks_arg, "fgmasks", n)) == NULL))
+        goto out;
+    io = PyMem_Calloc((size_t)count + 1, sizeof *io);
+    steps = PyMem_Calloc((size_t)count + 1, sizeof *steps);
+    if (io == NULL || steps == NULL) {
+        PyErr_NoMemory();
+        goto out;
+    }
+    for (int k = 0; k < count; ++k) {
+        PyObject *known = knowns != NULL ? PySequence_Fast_GET_ITEM(knowns, k) : Py_None;
+        if (check_frame(PySequence_Fast_GET_ITEM(frames, k), known, k,
+                        k == 0 ? NULL : &first.shape, k == 0 ? &first : &frame, &io[k]) < 0)
+            goto out;
+    }
+    if (count == 0) {
+        masks = fgmasks_arg != Py_None ? Py_NewRef(fgmasks_arg) : PyTuple_New(0);
+        goto out;
+    }
+    if (fgmasks != NULL) {
+        for (int k = 0; k < count; ++k) {
+            char name[32];
+            snprintf(name, sizeof name, "fgmasks[%d]", k);
+            if (check_mask(PySequence_Fast_GET_ITEM(fgmasks, k), name, &first.shape, &io[k]) < 0)
+                goto out;
+        }
+        masks = Py_NewRef(fgmasks_arg);
+    }
+    else if ((masks = new_masks(&first.shape, count, io)) == NULL) {
+        goto out;
+    }
+    if (fm_call_begin(st, &call, "cpu.BackgroundSubtractorMOG2.apply_batch", NULL, timer, NULL,
+                      first.shape.height * count, first.shape.width, first.shape.channels) < 0) {
+        Py_CLEAR(masks);
+        goto out;
+    }
+    int rc = fm_mog2_lock_open(&self->base);
+    if (rc == 0) {
+        fm_mog2_plan_frames(&self->base, &first.shape, learning_rate, count, steps);
+        rc = run_frames(self, steps, io, count);
+        fm_mog2_unlock(&self->base);
+    }
+    if (rc < 0)
+        Py_CLEAR(masks);
+    masks = fm_call_end(st, &call, masks);
+out:
+    PyMem_Free(io);
+    PyMem_Free(steps);
+    Py_DECREF(frames);
+    Py_XDECREF(knowns);
+    Py_XDECREF(fgmasks);
+    return masks;
+}
+
+PyDoc_STRVAR(cpu_apply_cameras_doc,
+"_cpu_apply_cameras(subtractors, frames, /, learning_rate=-1.0, *, fgmasks=None,\n"
+"                   known_foreground=None)\n--\n\n"
+"fastmog.cpu.apply_cameras: N host subtractors, each with its own frame;\n"
+"returns the list of N masks, exactly what N apply() calls return.");
+
+static PyObject *cpu_apply_cameras(PyObject *module, PyObject *args, PyObject *kwargs)
+{
+    static char *kwlist[] = {"", "", "learning_rate", "fgmasks", "known_foreground", NULL};
+    fm_state *st = fm_state_of_module(module);
+    PyObject *subs_arg, *frames_arg, *rate_arg = NULL, *fgmasks_arg = Py_None;
+    PyObject *known_arg = Py_None, *subs = NULL, *frames = NULL, *knowns = NULL;
+    PyObject *fgmasks = NULL, *result = NULL;
+    fm_MOG2Base **bases = NULL;     /* [0, n): call order; [n, 2n): lock order */
+    double *rates = NULL;
+    fm_mog2_frame_io *io = NULL;
+    fm_mog2_step *steps = NULL;
+    fm_image_shape *shapes = NULL;
+    fm_host_image frame;
+
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OO|O$OO:apply_cameras", kwlist, &subs_arg,
+                                     &frames_arg, &rate_arg, &fgmasks_arg, &known_arg)
+        || (subs = fm_mog2_items(subs_arg, "subtractors", -1)) == NULL)
+        return NULL;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(subs);
+    int count = (int)n;
+    if ((frames = fm_mog2_items(frames_arg, "frames", n)) == NULL
+        || (known_arg != Py_None
+            && (knowns = fm_mog2_items(known_arg, "known_foreground", n)) == NULL)
+        || (fgmasks_arg != Py_None && (fgmasks = fm_mog2_items(fgmasks_arg, "fgmasks", n)) == NULL))
+        goto out;
+    bases = PyMem_Calloc(2 * (size_t)count + 1, sizeof *bases);
+    rates = PyMem_Calloc((size_t)count + 1, sizeof *rates);
+    io = PyMem_Calloc((size_t)count + 1, sizeof *io);
+    steps = PyMem_Calloc((size_t)count + 1, sizeof *steps);
+    shapes = PyMem_Calloc((size_t)count + 1, sizeof *shapes);
+    if (bases == NULL || rates == NULL || io == NULL || steps == NULL || shapes == NULL) {
+        PyErr_NoMemory();
+        goto out;
+    }
+    if (fm_mog2_camera_args(subs, st->MOG2Cpu_type, rate_arg, bases, rates, bases + count) < 0
+        || (result = PyList_New(count)) == NULL)
+        goto out;
+    /* every argument is checked before any model changes */
+    for (int k = 0; k < count; ++k) {
+        PyObject *known = knowns != NULL ? PySequence_Fast_GET_ITEM(knowns, k) : Py_None;
+        PyObject *mask;
+        if (check_frame(PySequence_Fast_GET_ITEM(frames, k), known, k, NULL, &frame, &io[k]) < 0)
+            goto error;
+        if (fgmasks != NULL) {
+            char name[32];
+            snprintf(name, sizeof name, "fgmasks[%d]", k);
+            mask = PySequence_Fast_GET_ITEM(fgmasks, k);
+            if (check_mask(mask, name, &frame.shape, &io[k]) < 0)
+                goto error;
+            Py_INCREF(mask);
+        }
+        else if ((mask = new_masks(&frame.shape, 0, &io[k])) == NULL) {
+            goto error;
+        }
+        PyList_SET_ITEM(result, k, mask);
+        shapes[k] = frame.shape;
+    }
+    if (fm_mog2_lock_all(bases + count, count) < 0)
+        goto error;
+    int rc = 0;
+    for (int k = 0; k < count && rc == 0; ++k) {
+        fm_MOG2Cpu *sub = (fm_MOG2Cpu *)bases[k];
+        fm_mog2_plan(&sub->base, &shapes[k], rates[k], &steps[k]);
+        rc = run_frames(sub, &steps[k], &io[k], 1);
+    }
+    fm_mog2_unlock_all(bases + count, count);
+    if (rc == 0)
+        goto out;
+error:
+    Py_CLEAR(result);
+out:
+    PyMem_Free(bases);
+    PyMem_Free(rates);
+    PyMem_Free(io);
+    PyMem_Free(steps);
+    PyMem_Free(shapes);
+    Py_DECREF(subs);
+    Py_XDECREF(frames);
+    Py_XDECREF(knowns);
+    Py_XDECREF(fgmasks);
+    return result;
+}
+
+PyMethodDef fm_mog2_cpu_methods_module[] = {
+    {"_cpu_apply_cameras", (PyCFunction)(void (*)(void))cpu_apply_cameras,
+     METH_VARARGS | METH_KEYWORDS, cpu_apply_cameras_doc},
+    {NULL, NULL, 0, NULL},
+};
 
 PyDoc_STRVAR(MOG2Cpu_get_background_image_doc,
 "get_background_image($self, /, out=None)\n--\n\n"
@@ -199,6 +432,8 @@ static int MOG2Cpu_traverse(PyObject *op, visitproc visit, void *arg)
 static PyMethodDef MOG2Cpu_methods[] = {
     {"apply", (PyCFunction)(void (*)(void))MOG2Cpu_apply, METH_VARARGS | METH_KEYWORDS,
      MOG2Cpu_apply_doc},
+    {"apply_batch", (PyCFunction)(void (*)(void))MOG2Cpu_apply_batch,
+     METH_VARARGS | METH_KEYWORDS, MOG2Cpu_apply_batch_doc},
     {"get_background_image", (PyCFunction)(void (*)(void))MOG2Cpu_get_background_image,
      METH_VARARGS | METH_KEYWORDS, MOG2Cpu_get_background_image_doc},
     {"getBackgroundImage", (PyCFunction)(void (*)(void))MOG2Cpu_get_background_image,

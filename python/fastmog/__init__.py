@@ -7,6 +7,7 @@ then raises :class:`CudaError` saying why.
 """
 from ._fastmog import (
     BackgroundSubtractorMOG2,
+    apply_cameras,
     CudaError,
     Event,
     GpuMat,
@@ -51,6 +52,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "BackgroundSubtractorMOG2",
+    "apply_cameras",
     "CallRecord",
     "DecodeError",
     "Image",

@@ -37,3 +37,14 @@ def nv21_to_bgr(y, uv=None, /, *, out=None, rgb=False, matrix="bt601"):
 
 __all__ = ["BackgroundSubtractorMOG2", "createBackgroundSubtractorMOG2", "nv12_to_bgr",
            "nv21_to_bgr"]
+
+
+def apply_cameras(subtractors, frames, learning_rate=-1.0, *, fgmasks=None,
+                  known_foreground=None):
+    """N host subtractors, each with its own numpy frame (sizes, channels and
+    dtypes may differ): the list of N masks, exactly what N apply() calls
+    give. learning_rate: one value for all, or N values. fgmasks: N writable
+    masks to fill, or None (new arrays). known_foreground: None, or N entries
+    (None or a uint8 mask)."""
+    return _fastmog._cpu_apply_cameras(subtractors, frames, learning_rate, fgmasks=fgmasks,
+                                       known_foreground=known_foreground)
