@@ -7,28 +7,29 @@
 
 namespace {
 
-constexpr int kModes = FM_MOG2_MAX_MIXTURES;
-
 // A pixel's modes, held in registers (every index below is a constant once
 // the loops unroll) while one or more frames update them. Memory is touched
 // only where the algorithm needs it: every weight of the modes in use, the
 // variance and means of the modes an update visits (read when first needed)
 // and of the modes it changed (written once at the end). On a real scene most
 // pixels fit their first mode, so the other modes' means never move.
-template <int C>
+// M: the most modes a pixel can have here (n_mixtures or more); the
+// per-pixel code's cost grows with its square, so the default of 5 modes
+// has kernels of its own.
+template <int C, int M>
 struct Pixel {
-    float weight[kModes];
-    float variance[kModes];
-    float mean[kModes * C];
+    float weight[M];
+    float variance[M];
+    float mean[M * C];
     unsigned valid;    // slots whose variance and means are in registers
     unsigned changed;  // slots whose variance and means must be stored
     int stored;        // the mode count in memory
     int nmodes;        // the mode count now
 };
 
-template <int C>
+template <int C, int M>
 __device__ __forceinline__ void load_mode(const fm_mog2_model &model, size_t i, int k,
-                                          Pixel<C> &px)
+                                          Pixel<C, M> &px)
 {
     const size_t P = model.stride;
     px.variance[k] = model.variance[k * P + i];
@@ -41,8 +42,8 @@ __device__ __forceinline__ void load_mode(const fm_mog2_model &model, size_t i, 
 // Mode 0 is read before the mode count arrives: almost every pixel uses it
 // (the model is zeroed when made), and it saves most pixels one dependent
 // round trip to memory, which is what bounds scenes with few modes.
-template <int C>
-__device__ __forceinline__ void load_pixel(const fm_mog2_model &model, size_t i, Pixel<C> &px)
+template <int C, int M>
+__device__ __forceinline__ void load_pixel(const fm_mog2_model &model, size_t i, Pixel<C, M> &px)
 {
     const size_t P = model.stride;
     px.valid = 0;
@@ -51,7 +52,7 @@ __device__ __forceinline__ void load_pixel(const fm_mog2_model &model, size_t i,
     load_mode(model, i, 0, px);
     px.stored = px.nmodes = model.mode_count[i];
 #pragma unroll
-    for (int k = 1; k < kModes; ++k)
+    for (int k = 1; k < M; ++k)
         if (k < px.stored)
             px.weight[k] = model.weight[k * P + i];
 }
@@ -60,16 +61,16 @@ __device__ __forceinline__ void load_pixel(const fm_mog2_model &model, size_t i,
 // of the modes its first loop visits (this is that loop without its writes,
 // the same floats in the same order, so it stops at the same mode), and of
 // every mode in use when the shadow test may walk them afterwards.
-template <int C>
+template <int C, int M>
 __device__ __forceinline__ void load_visited(const fm_mog2_params &p, const fm_mog2_rates &r,
                                              const float *x, const fm_mog2_model &model,
-                                             size_t i, Pixel<C> &px)
+                                             size_t i, Pixel<C, M> &px)
 {
     float wsum = 0.0f;
     int n = px.nmodes;
     int fitted = 0, background = 0;
 #pragma unroll
-    for (int m = 0; m < kModes; ++m) {
+    for (int m = 0; m < M; ++m) {
         if (m >= n)
             break;
         float w = r.alpha1 * px.weight[m] + r.prune;
@@ -97,16 +98,16 @@ __device__ __forceinline__ void load_visited(const fm_mog2_params &p, const fm_m
     }
     if (!background && p.detect_shadows) {
 #pragma unroll
-        for (int m = 1; m < kModes; ++m)
+        for (int m = 1; m < M; ++m)
             if (m < px.nmodes && !(px.valid >> m & 1u))
                 load_mode(model, i, m, px);
     }
 }
 
-template <int C, typename T>
+template <int C, int M, typename T>
 __device__ __forceinline__ void update_pixel(const fm_mog2_params &p, const fm_mog2_frame_io &io,
                                              const fm_mog2_model &model, int x, int y, size_t i,
-                                             Pixel<C> &px)
+                                             Pixel<C, M> &px)
 {
     unsigned char *mask = io.mask + (size_t)y * io.mask_pitch + x;
     if (io.restart)
@@ -124,18 +125,18 @@ __device__ __forceinline__ void update_pixel(const fm_mog2_params &p, const fm_m
     load_visited(p, io.rates, sample, model, i, px);
     unsigned char nmodes = (unsigned char)px.nmodes;
     *mask = fm_mog2_update_pixel(&p, &io.rates, sample, C, 0, px.weight, px.variance, px.mean,
-                                 1, &nmodes, &px.changed);
+                                 1, &nmodes, &px.changed, M);
     px.nmodes = nmodes;
     px.valid |= px.changed;
 }
 
-template <int C>
+template <int C, int M>
 __device__ __forceinline__ void store_pixel(const fm_mog2_model &model, size_t i,
-                                            const Pixel<C> &px)
+                                            const Pixel<C, M> &px)
 {
     const size_t P = model.stride;
 #pragma unroll
-    for (int k = 0; k < kModes; ++k) {
+    for (int k = 0; k < M; ++k) {
         if (k < px.nmodes) {
             model.weight[k * P + i] = px.weight[k];
             if (px.changed >> k & 1u) {
@@ -152,15 +153,15 @@ __device__ __forceinline__ void store_pixel(const fm_mog2_model &model, size_t i
 
 // One pixel through `count` consecutive frames: its state is read once,
 // updated once per frame in registers, and written once.
-template <int C, typename T>
+template <int C, int M, typename T>
 __device__ __forceinline__ void run_pixel(const fm_mog2_params &p, const fm_mog2_model &model,
                                           const fm_mog2_frame_io *frames, int count, int x, int y)
 {
     const size_t i = (size_t)y * model.width + x;
-    Pixel<C> px;
+    Pixel<C, M> px;
     load_pixel(model, i, px);
     for (int f = 0; f < count; ++f)
-        update_pixel<C, T>(p, frames[f], model, x, y, i, px);
+        update_pixel<C, M, T>(p, frames[f], model, x, y, i, px);
     store_pixel(model, i, px);
 }
 
@@ -177,7 +178,7 @@ struct Pass {
 
 // __grid_constant__: the tables are read where the launch put them (indexed
 // by frame or camera at run time) instead of being copied per thread.
-template <int C, typename T, int N>
+template <int C, int M, typename T, int N>
 __global__ void __launch_bounds__(256, kMinBlocks<C>)
 mog2_apply_kernel(fm_mog2_params params, fm_mog2_model model, const __grid_constant__ Pass<N> pass)
 {
@@ -185,7 +186,7 @@ mog2_apply_kernel(fm_mog2_params params, fm_mog2_model model, const __grid_const
     const int y = blockIdx.y * blockDim.y + threadIdx.y;
     if (x >= model.width || y >= model.height)
         return;
-    run_pixel<C, T>(params, model, pass.frame, N == 1 ? 1 : pass.count, x, y);
+    run_pixel<C, M, T>(params, model, pass.frame, N == 1 ? 1 : pass.count, x, y);
 }
 
 struct CameraTable {
@@ -201,7 +202,7 @@ const dim3 kBlock(kBlockX, kBlockY);
 // camera's blocks start) and covers a 32x8 tile of it. C == 0: the cameras
 // are of several kinds and each block branches to its camera's (the branch
 // is uniform over the block).
-template <int C, typename T>
+template <int C, int M, typename T>
 __global__ void __launch_bounds__(256, C == 0 ? 2 : kMinBlocks<C>)
 mog2_cameras_kernel(const __grid_constant__ CameraTable table)
 {
@@ -221,16 +222,16 @@ mog2_cameras_kernel(const __grid_constant__ CameraTable table)
     if (x >= cam.model.width || y >= cam.model.height)
         return;
     if constexpr (C != 0) {
-        run_pixel<C, T>(cam.params, cam.model, &cam.io, 1, x, y);
+        run_pixel<C, M, T>(cam.params, cam.model, &cam.io, 1, x, y);
     }
     else {
         switch (cam.model.channels * 2 + cam.is_float) {
-        case 2: run_pixel<1, unsigned char>(cam.params, cam.model, &cam.io, 1, x, y); break;
-        case 3: run_pixel<1, float>(cam.params, cam.model, &cam.io, 1, x, y); break;
-        case 6: run_pixel<3, unsigned char>(cam.params, cam.model, &cam.io, 1, x, y); break;
-        case 7: run_pixel<3, float>(cam.params, cam.model, &cam.io, 1, x, y); break;
-        case 8: run_pixel<4, unsigned char>(cam.params, cam.model, &cam.io, 1, x, y); break;
-        default: run_pixel<4, float>(cam.params, cam.model, &cam.io, 1, x, y); break;
+        case 2: run_pixel<1, M, unsigned char>(cam.params, cam.model, &cam.io, 1, x, y); break;
+        case 3: run_pixel<1, M, float>(cam.params, cam.model, &cam.io, 1, x, y); break;
+        case 6: run_pixel<3, M, unsigned char>(cam.params, cam.model, &cam.io, 1, x, y); break;
+        case 7: run_pixel<3, M, float>(cam.params, cam.model, &cam.io, 1, x, y); break;
+        case 8: run_pixel<4, M, unsigned char>(cam.params, cam.model, &cam.io, 1, x, y); break;
+        default: run_pixel<4, M, float>(cam.params, cam.model, &cam.io, 1, x, y); break;
         }
     }
 }
@@ -268,21 +269,46 @@ using ApplyKernel = void (*)(fm_mog2_params, fm_mog2_model, const Pass<N>);
 using CamerasKernel = void (*)(const CameraTable);
 using BackgroundKernel = void (*)(fm_mog2_params, fm_mog2_model, fm_image);
 
-// Indexed by [is_float][channels - 1]; 2 channels have no kernel.
-template <int N>
-const ApplyKernel<N> kApply[2][4] = {
-    {mog2_apply_kernel<1, unsigned char, N>, nullptr, mog2_apply_kernel<3, unsigned char, N>,
-     mog2_apply_kernel<4, unsigned char, N>},
-    {mog2_apply_kernel<1, float, N>, nullptr, mog2_apply_kernel<3, float, N>,
-     mog2_apply_kernel<4, float, N>},
+// Mode bounds with kernels of their own: OpenCV's default of 5 modes, and
+// the most fastmog allows. Indexed [bound][is_float][channels - 1] below.
+constexpr int kBounds[2] = {5, FM_MOG2_MAX_MIXTURES};
+
+int bound_index(const fm_mog2_params &params)
+{
+    return params.n_mixtures <= kBounds[0] ? 0 : 1;
+}
+
+// 2 channels have no kernel.
+template <int N, int M>
+constexpr ApplyKernel<N> kApplyFor[2][4] = {
+    {mog2_apply_kernel<1, M, unsigned char, N>, nullptr, mog2_apply_kernel<3, M, unsigned char, N>,
+     mog2_apply_kernel<4, M, unsigned char, N>},
+    {mog2_apply_kernel<1, M, float, N>, nullptr, mog2_apply_kernel<3, M, float, N>,
+     mog2_apply_kernel<4, M, float, N>},
 };
 
-const CamerasKernel kCameras[2][4] = {
-    {mog2_cameras_kernel<1, unsigned char>, nullptr, mog2_cameras_kernel<3, unsigned char>,
-     mog2_cameras_kernel<4, unsigned char>},
-    {mog2_cameras_kernel<1, float>, nullptr, mog2_cameras_kernel<3, float>,
-     mog2_cameras_kernel<4, float>},
+template <int M>
+constexpr CamerasKernel kCamerasFor[3][4] = {
+    {mog2_cameras_kernel<1, M, unsigned char>, nullptr, mog2_cameras_kernel<3, M, unsigned char>,
+     mog2_cameras_kernel<4, M, unsigned char>},
+    {mog2_cameras_kernel<1, M, float>, nullptr, mog2_cameras_kernel<3, M, float>,
+     mog2_cameras_kernel<4, M, float>},
+    {mog2_cameras_kernel<0, M, unsigned char>},  // cameras of several kinds
 };
+
+template <int N>
+ApplyKernel<N> apply_kernel(const fm_mog2_params &params, int is_float, int channels)
+{
+    return bound_index(params) == 0 ? kApplyFor<N, kBounds[0]>[is_float != 0][channels - 1]
+                                    : kApplyFor<N, kBounds[1]>[is_float != 0][channels - 1];
+}
+
+// kind: is_float * 4 + channels - 1, or 8 for a launch of several kinds
+CamerasKernel cameras_kernel(int bound, int kind)
+{
+    return bound == 0 ? kCamerasFor<kBounds[0]>[kind / 4][kind % 4]
+                      : kCamerasFor<kBounds[1]>[kind / 4][kind % 4];
+}
 
 const BackgroundKernel kBackground[2][4] = {
     {mog2_background_kernel<1, unsigned char>, nullptr,
@@ -306,7 +332,7 @@ cudaError_t launch_pass(const fm_mog2_params &params, const fm_mog2_model &model
     for (int f = 0; f < count; ++f)
         pass.frame[f] = frames[f];
     pass.count = count;
-    kApply<N>[is_float != 0][model.channels - 1]<<<grid_for(model), kBlock, 0, stream>>>(
+    apply_kernel<N>(params, is_float, model.channels)<<<grid_for(model), kBlock, 0, stream>>>(
         params, model, pass);
     return cudaGetLastError();
 }
@@ -344,22 +370,20 @@ extern "C" cudaError_t fm_launch_mog2_cameras(const fm_mog2_camera *cameras, int
                                                           : FM_MOG2_CAMERAS_PER_LAUNCH;
         CameraTable table;  // 11 KB, copied into the launch
         unsigned long long blocks = 0;
-        bool one_kind = true;
+        int kind = -1, bound = 0;
         for (int k = 0; k < n; ++k) {
             const fm_mog2_camera &cam = cameras[start + k];
             table.camera[k] = cam;
             table.first_block[k] = (unsigned)blocks;
             blocks += (unsigned long long)grid_for(cam.model).x * grid_for(cam.model).y;
-            one_kind = one_kind && cam.model.channels == cameras[start].model.channels
-                       && (cam.is_float != 0) == (cameras[start].is_float != 0);
+            int its_kind = (cam.is_float != 0) * 4 + cam.model.channels - 1;
+            kind = kind < 0 || kind == its_kind ? its_kind : 8;
+            bound = bound_index(cam.params) > bound ? bound_index(cam.params) : bound;
         }
         if (blocks > 0x7fffffffull)
             return cudaErrorInvalidConfiguration;
         table.count = n;
-        const fm_mog2_camera &first = cameras[start];
-        CamerasKernel kernel = one_kind ? kCameras[first.is_float != 0][first.model.channels - 1]
-                                        : mog2_cameras_kernel<0, unsigned char>;
-        kernel<<<(unsigned)blocks, kBlock, 0, stream>>>(table);
+        cameras_kernel(bound, kind)<<<(unsigned)blocks, kBlock, 0, stream>>>(table);
         cudaError_t err = cudaGetLastError();
         if (err != cudaSuccess)
             return err;

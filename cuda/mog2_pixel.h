@@ -83,7 +83,8 @@ FM_HOST_DEVICE static inline int fm_mog2_is_shadow(const fm_mog2_params *p,
                                                    const float *x, int channels,
                                                    int nmodes, const float *weight,
                                                    const float *variance,
-                                                   const float *mean, size_t stride)
+                                                   const float *mean, size_t stride,
+                                                   int bound)
 {
     const float tb = p->var_threshold;
     const float tbr = p->background_ratio;
@@ -92,7 +93,7 @@ FM_HOST_DEVICE static inline int fm_mog2_is_shadow(const fm_mog2_params *p,
     int m, c;
 
     FM_UNROLL
-    for (m = 0; m < FM_MOG2_MAX_MIXTURES; ++m) {
+    for (m = 0; m < bound; ++m) {
         if (m >= nmodes)
             break;
         const float *mu = mean + (size_t)m * channels * stride;
@@ -140,12 +141,16 @@ FM_HOST_DEVICE static inline int fm_mog2_is_shadow(const fm_mog2_params *p,
  * *changed gains one bit per mode slot whose variance and means were written
  * (the fitted or new mode, and the slots the reordering moved); every weight
  * of the modes in use changes. The kernel stores only those slots.
+ *
+ * bound: the most modes a pixel can have (n_mixtures <= bound <=
+ * FM_MOG2_MAX_MIXTURES), a constant at every call so the mode loops unroll
+ * to it: the kernel's cost grows with the square of it.
  */
 FM_HOST_DEVICE static inline unsigned char
 fm_mog2_update_pixel(const fm_mog2_params *p, const fm_mog2_rates *r,
                      const float *x, int channels, int known_foreground,
                      float *weight, float *variance, float *mean, size_t stride,
-                     unsigned char *mode_count, unsigned *changed)
+                     unsigned char *mode_count, unsigned *changed, int bound)
 {
     const float alpha_t = r->alpha_t;
     const float alpha1 = r->alpha1;
@@ -173,7 +178,7 @@ fm_mog2_update_pixel(const fm_mog2_params *p, const fm_mog2_rates *r,
      * array index below is a loop constant once unrolled; positions that
      * depend on the data are selected by comparison, never computed. */
     FM_UNROLL
-    for (m = 0; m < FM_MOG2_MAX_MIXTURES; ++m) {
+    for (m = 0; m < bound; ++m) {
         if (m >= nmodes)
             break;
         /* every mode decays; prune <= 0 pushes weak modes below zero */
@@ -212,7 +217,7 @@ fm_mog2_update_pixel(const fm_mog2_params *p, const fm_mog2_rates *r,
                  * the modes (already updated) that do not outweigh it,
                  * shifting them back by one, as OpenCV's swaps do. */
                 FM_UNROLL
-                for (j = FM_MOG2_MAX_MIXTURES - 1; j > 0; --j) {
+                for (j = bound - 1; j > 0; --j) {
                     if ((dest >> j & 1u) && !(w < weight[(size_t)(j - 1) * stride])) {
                         weight[(size_t)j * stride] = weight[(size_t)(j - 1) * stride];
                         variance[(size_t)j * stride] = variance[(size_t)(j - 1) * stride];
@@ -224,7 +229,7 @@ fm_mog2_update_pixel(const fm_mog2_params *p, const fm_mog2_rates *r,
                     }
                 }
                 FM_UNROLL
-                for (j = 0; j < FM_MOG2_MAX_MIXTURES; ++j) {
+                for (j = 0; j < bound; ++j) {
                     if (dest >> j & 1u) {
                         variance[(size_t)j * stride] = var_new;
                         FM_UNROLL
@@ -244,7 +249,7 @@ fm_mog2_update_pixel(const fm_mog2_params *p, const fm_mog2_rates *r,
         {
             int j;
             FM_UNROLL
-            for (j = 0; j < FM_MOG2_MAX_MIXTURES; ++j)
+            for (j = 0; j < bound; ++j)
                 if (dest >> j & 1u)
                     weight[(size_t)j * stride] = w;
         }
@@ -257,7 +262,7 @@ fm_mog2_update_pixel(const fm_mog2_params *p, const fm_mog2_rates *r,
     if (wsum > FM_MOG2_FLT_EPSILON || -wsum > FM_MOG2_FLT_EPSILON) /* fabsf(wsum) > eps */
         inv = 1.0f / wsum;
     FM_UNROLL
-    for (m = 0; m < FM_MOG2_MAX_MIXTURES; ++m)
+    for (m = 0; m < bound; ++m)
         if (m < nmodes)
             weight[(size_t)m * stride] *= inv;
 
@@ -270,7 +275,7 @@ fm_mog2_update_pixel(const fm_mog2_params *p, const fm_mog2_rates *r,
             ++nmodes;
         slot = 1u << (nmodes - 1); /* the end, or the weakest when full */
         FM_UNROLL
-        for (i = 0; i < FM_MOG2_MAX_MIXTURES; ++i) {
+        for (i = 0; i < bound; ++i) {
             if (slot >> i & 1u) {
                 weight[(size_t)i * stride] = nmodes == 1 ? 1.0f : alpha_t;
                 FM_UNROLL
@@ -285,7 +290,7 @@ fm_mog2_update_pixel(const fm_mog2_params *p, const fm_mog2_rates *r,
         /* move the new mode forward while it outweighs its predecessor */
         moving = slot;
         FM_UNROLL
-        for (i = FM_MOG2_MAX_MIXTURES - 1; i > 0; --i) {
+        for (i = bound - 1; i > 0; --i) {
             if ((moving >> i & 1u) && !(alpha_t < weight[(size_t)(i - 1) * stride])) {
                 fm_mog2_swap_modes(weight, variance, mean, stride, channels, i, i - 1);
                 moving >>= 1;
@@ -299,7 +304,8 @@ fm_mog2_update_pixel(const fm_mog2_params *p, const fm_mog2_rates *r,
     if (background)
         return 0;
     if (p->detect_shadows &&
-        fm_mog2_is_shadow(p, x, channels, nmodes, weight, variance, mean, stride))
+        fm_mog2_is_shadow(p, x, channels, nmodes, weight, variance, mean, stride,
+                          bound))
         return p->shadow_value;
     return 255;
 }

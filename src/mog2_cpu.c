@@ -48,7 +48,8 @@ static int params_ok(const fm_mog2_params *p, const fm_mog2_model *m)
                 *mask = fm_mog2_update_pixel(p, &io->rates, xv, (CH), 0,          \
                                              m->weight + i, m->variance + i,      \
                                              m->mean + i, m->stride,              \
-                                             m->mode_count + i, &changed);        \
+                                             m->mode_count + i, &changed,         \
+                                             FM_MOG2_MAX_MIXTURES);               \
             }                                                                     \
         }                                                                         \
     }
