@@ -423,6 +423,66 @@ static PyObject *MOG2Cpu_mode_counts(PyObject *op, PyObject *Py_UNUSED(ignored))
     return counts;
 }
 
+/* _state(): the model's arrays as numpy copies, for the benchmark's floor
+ * (modes visited per pixel) and for tests; private, so the layout may change. */
+static PyObject *model_array(const void *src, int nd, const npy_intp *dims, int type_num)
+{
+    PyObject *array = PyArray_SimpleNew(nd, (npy_intp *)dims, type_num);
+    if (array != NULL)
+        memcpy(PyArray_DATA((PyArrayObject *)array), src,
+               (size_t)PyArray_NBYTES((PyArrayObject *)array));
+    return array;
+}
+
+PyDoc_STRVAR(MOG2Cpu_state_doc,
+"_state($self, /)\n--\n\n"
+"Private: a dict of copies of the model, weight and variance (M, H, W)\n"
+"float32, mean (M, C, H, W) float32, mode_count (H, W) uint8 (M = n_mixtures,\n"
+"C = channels); modes at or beyond a pixel's mode_count hold stale values.");
+
+static PyObject *MOG2Cpu_state(PyObject *op, PyObject *Py_UNUSED(ignored))
+{
+    fm_MOG2Cpu *self = (fm_MOG2Cpu *)op;
+    PyObject *state = NULL, *item = NULL;
+    if (fm_mog2_lock_open(&self->base) < 0)
+        return NULL;
+    if (self->model == NULL) {
+        PyErr_SetString(PyExc_ValueError, "there is no model yet: call apply() first");
+        goto error;
+    }
+    const fm_mog2_geometry g = self->base.geometry;
+    fm_mog2_model model = fm_mog2_model_at(self->model, &g);
+    const npy_intp modes = g.n_mixtures, h = g.height, w = g.width;
+    const npy_intp planes[3] = {modes, h, w};
+    const npy_intp means[4] = {modes, g.channels, h, w};
+    if ((state = PyDict_New()) == NULL)
+        goto error;
+    if ((item = model_array(model.weight, 3, planes, NPY_FLOAT32)) == NULL
+        || PyDict_SetItemString(state, "weight", item) < 0)
+        goto error;
+    Py_CLEAR(item);
+    if ((item = model_array(model.variance, 3, planes, NPY_FLOAT32)) == NULL
+        || PyDict_SetItemString(state, "variance", item) < 0)
+        goto error;
+    Py_CLEAR(item);
+    if ((item = model_array(model.mean, 4, means, NPY_FLOAT32)) == NULL
+        || PyDict_SetItemString(state, "mean", item) < 0)
+        goto error;
+    Py_CLEAR(item);
+    if ((item = model_array(model.mode_count, 2, planes + 1, NPY_UINT8)) == NULL
+        || PyDict_SetItemString(state, "mode_count", item) < 0)
+        goto error;
+    Py_CLEAR(item);
+    fm_mog2_unlock(&self->base);
+    return state;
+
+error:
+    Py_XDECREF(item);
+    Py_XDECREF(state);
+    fm_mog2_unlock(&self->base);
+    return NULL;
+}
+
 static int MOG2Cpu_traverse(PyObject *op, visitproc visit, void *arg)
 {
     Py_VISIT(Py_TYPE(op));
@@ -439,6 +499,7 @@ static PyMethodDef MOG2Cpu_methods[] = {
     {"getBackgroundImage", (PyCFunction)(void (*)(void))MOG2Cpu_get_background_image,
      METH_VARARGS | METH_KEYWORDS, "OpenCV-style alias of get_background_image."},
     {"mode_counts", MOG2Cpu_mode_counts, METH_NOARGS, MOG2Cpu_mode_counts_doc},
+    {"_state", MOG2Cpu_state, METH_NOARGS, MOG2Cpu_state_doc},
     {NULL, NULL, 0, NULL},
 };
 
