@@ -169,6 +169,10 @@ __device__ __forceinline__ void run_pixel(const fm_mog2_params &p, const fm_mog2
 // spilling, since occupancy is what keeps enough loads in flight.
 template <int C>
 constexpr int kMinBlocks = C == 1 ? 4 : (C == 3 ? 3 : 2);
+// A pass over several frames keeps more live values (the next frame's
+// pointers and rates): one block fewer, so nothing spills.
+template <int C, int N>
+constexpr int kMinBlocksFor = N == 1 ? kMinBlocks<C> : (C == 1 ? 3 : 2);
 
 template <int N>
 struct Pass {
@@ -179,7 +183,7 @@ struct Pass {
 // __grid_constant__: the tables are read where the launch put them (indexed
 // by frame or camera at run time) instead of being copied per thread.
 template <int C, int M, typename T, int N>
-__global__ void __launch_bounds__(256, kMinBlocks<C>)
+__global__ void __launch_bounds__(256, kMinBlocksFor<C, N>)
 mog2_apply_kernel(fm_mog2_params params, fm_mog2_model model, const __grid_constant__ Pass<N> pass)
 {
     const int x = blockIdx.x * blockDim.x + threadIdx.x;

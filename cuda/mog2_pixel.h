@@ -215,10 +215,12 @@ fm_mog2_update_pixel(const fm_mog2_params *p, const fm_mog2_rates *r,
 
                 /* Only this mode gained weight: move it towards the front past
                  * the modes (already updated) that do not outweigh it,
-                 * shifting them back by one, as OpenCV's swaps do. */
+                 * shifting them back by one, as OpenCV's swaps do. Slots
+                 * after m never hold it: `j <= m` is folded away once the
+                 * loops unroll, so they cost nothing. */
                 FM_UNROLL
                 for (j = bound - 1; j > 0; --j) {
-                    if ((dest >> j & 1u) && !(w < weight[(size_t)(j - 1) * stride])) {
+                    if (j <= m && (dest >> j & 1u) && !(w < weight[(size_t)(j - 1) * stride])) {
                         weight[(size_t)j * stride] = weight[(size_t)(j - 1) * stride];
                         variance[(size_t)j * stride] = variance[(size_t)(j - 1) * stride];
                         FM_UNROLL
@@ -230,7 +232,7 @@ fm_mog2_update_pixel(const fm_mog2_params *p, const fm_mog2_rates *r,
                 }
                 FM_UNROLL
                 for (j = 0; j < bound; ++j) {
-                    if (dest >> j & 1u) {
+                    if (j <= m && (dest >> j & 1u)) {
                         variance[(size_t)j * stride] = var_new;
                         FM_UNROLL
                         for (c = 0; c < channels; ++c)
@@ -246,11 +248,14 @@ fm_mog2_update_pixel(const fm_mog2_params *p, const fm_mog2_rates *r,
             w = 0.0f;
             --nmodes;
         }
-        {
+        if (dest == 1u << m) { /* where it was: every mode but a moved fit */
+            weight[(size_t)m * stride] = w;
+        }
+        else {
             int j;
             FM_UNROLL
             for (j = 0; j < bound; ++j)
-                if (dest >> j & 1u)
+                if (j < m && (dest >> j & 1u))
                     weight[(size_t)j * stride] = w;
         }
         wsum += w;

@@ -17,12 +17,11 @@ static int params_ok(const fm_mog2_params *p, const fm_mog2_model *m)
 }
 
 /* One row through `count` frames, pixel by pixel (each pixel's modes stay in
- * cache while its frames go through them), channel count fixed at compile
- * time so the pixel loops unroll. */
-#define FM_DEFINE_ROW(CH)                                                         \
-    static void apply_row_##CH(const fm_mog2_params *p, const fm_mog2_model *m,  \
-                               int is_float, const fm_mog2_frame_io *frames,      \
-                               int count, int y)                                  \
+ * cache while its frames go through them), channel count and value type
+ * fixed at compile time so the pixel loops unroll. */
+#define FM_DEFINE_ROW(NAME, CH, T)                                                \
+    static void NAME(const fm_mog2_params *p, const fm_mog2_model *m,            \
+                     const fm_mog2_frame_io *frames, int count, int y)           \
     {                                                                             \
         const size_t first = (size_t)y * (size_t)m->width;                        \
         float xv[CH];                                                             \
@@ -31,8 +30,8 @@ static int params_ok(const fm_mog2_params *p, const fm_mog2_model *m)
             size_t i = first + (size_t)xi;                                        \
             for (int f = 0; f < count; ++f) {                                     \
                 const fm_mog2_frame_io *io = &frames[f];                          \
-                const char *row = (const char *)io->frame                         \
-                                  + (size_t)y * io->frame_pitch;                  \
+                const T *row = (const T *)((const char *)io->frame                \
+                                           + (size_t)y * io->frame_pitch);        \
                 unsigned char *mask = io->mask + (size_t)y * io->mask_pitch + xi; \
                 if (io->restart)                                                  \
                     m->mode_count[i] = 0;                                         \
@@ -41,10 +40,9 @@ static int params_ok(const fm_mog2_params *p, const fm_mog2_model *m)
                     *mask = 255;                                                  \
                     continue;                                                     \
                 }                                                                 \
+                /* uint8 -> float is exact, as OpenCV's convertTo */              \
                 for (int c = 0; c < (CH); ++c)                                    \
-                    /* uint8 -> float is exact, as OpenCV's convertTo */          \
-                    xv[c] = is_float ? ((const float *)row)[(size_t)xi * (CH) + c] \
-                            : (float)((const unsigned char *)row)[(size_t)xi * (CH) + c]; \
+                    xv[c] = (float)row[(size_t)xi * (CH) + c];                    \
                 *mask = fm_mog2_update_pixel(p, &io->rates, xv, (CH), 0,          \
                                              m->weight + i, m->variance + i,      \
                                              m->mean + i, m->stride,              \
@@ -54,34 +52,34 @@ static int params_ok(const fm_mog2_params *p, const fm_mog2_model *m)
         }                                                                         \
     }
 
-FM_DEFINE_ROW(1)
-FM_DEFINE_ROW(3)
-FM_DEFINE_ROW(4)
+FM_DEFINE_ROW(apply_row_1_u8, 1, unsigned char)
+FM_DEFINE_ROW(apply_row_3_u8, 3, unsigned char)
+FM_DEFINE_ROW(apply_row_4_u8, 4, unsigned char)
+FM_DEFINE_ROW(apply_row_1_f32, 1, float)
+FM_DEFINE_ROW(apply_row_3_f32, 3, float)
+FM_DEFINE_ROW(apply_row_4_f32, 4, float)
+
+typedef void (*apply_row_fn)(const fm_mog2_params *, const fm_mog2_model *,
+                             const fm_mog2_frame_io *, int, int);
 
 int fm_mog2_cpu_apply(const fm_mog2_params *p, const fm_mog2_model *m, int is_float,
                       const fm_mog2_frame_io *frames, int count)
 {
-    if (!params_ok(p, m) || frames == NULL || count < 1)
+    static const apply_row_fn rows[2][4] = {
+        {apply_row_1_u8, NULL, apply_row_3_u8, apply_row_4_u8},
+        {apply_row_1_f32, NULL, apply_row_3_f32, apply_row_4_f32},
+    };
+    if (!params_ok(p, m) || m->channels == 2 || frames == NULL || count < 1)
         return FM_MOG2_EINVAL;
     for (int f = 0; f < count; ++f)
         if (frames[f].frame == NULL || frames[f].mask == NULL)
             return FM_MOG2_EINVAL;
+    apply_row_fn row = rows[is_float != 0][m->channels - 1];
     /* Pixels are independent: rows run on all cores, each with the exact
      * per-pixel code, so the result does not depend on the thread count. */
 #pragma omp parallel for schedule(static)
-    for (int y = 0; y < m->height; ++y) {
-        switch (m->channels) {
-        case 1:
-            apply_row_1(p, m, is_float, frames, count, y);
-            break;
-        case 3:
-            apply_row_3(p, m, is_float, frames, count, y);
-            break;
-        default:
-            apply_row_4(p, m, is_float, frames, count, y);
-            break;
-        }
-    }
+    for (int y = 0; y < m->height; ++y)
+        row(p, m, frames, count, y);
     return FM_MOG2_OK;
 }
 
