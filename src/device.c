@@ -228,6 +228,16 @@ static PyObject *versions(PyObject *module, PyObject *Py_UNUSED(ignored))
     return Py_BuildValue("(ii)", runtime, driver);
 }
 
+/* Reads the optional positional `device` of a module function (None: the
+ * current device) and checks that it exists; `format` is "|O:name". */
+static int device_of_args(fm_state *st, PyObject *args, const char *format, int *device)
+{
+    PyObject *device_arg = Py_None;
+    if (!PyArg_ParseTuple(args, format, &device_arg))
+        return -1;
+    return fm_resolve_device(st, device_arg, device);
+}
+
 PyDoc_STRVAR(device_properties_doc,
 "device_properties($module, device=None, /)\n--\n\n"
 "A dict describing a CUDA device: name, compute capability, memory,\n"
@@ -236,11 +246,8 @@ PyDoc_STRVAR(device_properties_doc,
 static PyObject *device_properties(PyObject *module, PyObject *args)
 {
     fm_state *st = fm_state_of_module(module);
-    PyObject *device_arg = Py_None;
     int device;
-    if (!PyArg_ParseTuple(args, "|O:device_properties", &device_arg))
-        return NULL;
-    if (fm_resolve_device(st, device_arg, &device) < 0)
+    if (device_of_args(st, args, "|O:device_properties", &device) < 0)
         return NULL;
     struct cudaDeviceProp p;
     cudaError_t err = cudaGetDeviceProperties(&p, device);
@@ -264,12 +271,10 @@ PyDoc_STRVAR(mem_get_info_doc,
 static PyObject *mem_get_info(PyObject *module, PyObject *args)
 {
     fm_state *st = fm_state_of_module(module);
-    PyObject *device_arg = Py_None;
     int device;
     fm_device_guard guard;
-    if (!PyArg_ParseTuple(args, "|O:mem_get_info", &device_arg))
-        return NULL;
-    if (fm_resolve_device(st, device_arg, &device) < 0 || fm_device_enter(st, device, &guard) < 0)
+    if (device_of_args(st, args, "|O:mem_get_info", &device) < 0
+        || fm_device_enter(st, device, &guard) < 0)
         return NULL;
     size_t free_bytes = 0, total = 0;
     cudaError_t err = cudaMemGetInfo(&free_bytes, &total);

@@ -56,6 +56,16 @@ static fm_Event *open_event(PyObject *op)
     return self;
 }
 
+fm_Event *fm_require_event(fm_state *st, PyObject *arg, const char *argname)
+{
+    if (!Py_IS_TYPE(arg, st->Event_type)) {
+        PyErr_Format(PyExc_TypeError, "%s must be a fastmog.Event, not %.200s", argname,
+                     Py_TYPE(arg)->tp_name);
+        return NULL;
+    }
+    return open_event(arg);
+}
+
 int fm_event_record(fm_state *st, fm_Event *event, fm_Stream *stream)
 {
     fm_device_guard guard;
@@ -133,15 +143,8 @@ PyDoc_STRVAR(Event_elapsed_time_doc,
 
 static PyObject *Event_elapsed_time(PyObject *op, PyObject *arg)
 {
-    fm_Event *self = open_event(op);
-    if (self == NULL)
-        return NULL;
     fm_state *st = fm_state_of(op);
-    if (!Py_IS_TYPE(arg, st->Event_type)) {
-        PyErr_Format(PyExc_TypeError, "end must be a fastmog.Event, not %.200s", Py_TYPE(arg)->tp_name);
-        return NULL;
-    }
-    fm_Event *end = open_event(arg);
+    fm_Event *self = open_event(op), *end = self ? fm_require_event(st, arg, "end") : NULL;
     if (end == NULL)
         return NULL;
     if (!self->timing || !end->timing) {

@@ -213,6 +213,9 @@ extern PyType_Spec fm_event_spec;
 
 /* A new Event on `device` (a new reference). */
 fm_Event *fm_event_new(fm_state *st, int device, int timing);
+/* Checks that `arg` is an open fastmog.Event (`argname` names it in the
+ * TypeError); returns it borrowed, or NULL. */
+fm_Event *fm_require_event(fm_state *st, PyObject *arg, const char *argname);
 /* Records `event` on `stream`; both must be open and on one device. */
 int fm_event_record(fm_state *st, fm_Event *event, fm_Stream *stream);
 

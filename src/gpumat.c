@@ -140,6 +140,64 @@ static PyObject *GpuMat_new(PyTypeObject *type, PyObject *args, PyObject *kwargs
 
 /* ---- copies to and from the host ------------------------------------------- */
 
+/* Parses `(arg, /, *, stream, timer=None)`, the signature upload, copy_to and
+ * fill share; `format` names the method ("O|$OO:name"). */
+static int parse_arg_stream_timer(PyObject *args, PyObject *kwargs, const char *format,
+                                  PyObject **arg, PyObject **stream_arg, PyObject **timer)
+{
+    static char *kwlist[] = {"", "stream", "timer", NULL};
+    *stream_arg = *timer = NULL;
+    return PyArg_ParseTupleAndKeywords(args, kwargs, format, kwlist, arg, stream_arg, timer)
+               ? 0 : -1;
+}
+
+/* What a method that queues work on self checks first: self open (and
+ * writable when the work writes it), then `stream_arg` a stream on its
+ * device. Returns self (borrowed) with *stream set, or NULL. */
+static fm_GpuMat *open_on_stream(fm_state *st, PyObject *op, PyObject *stream_arg, int writable,
+                                 fm_Stream **stream)
+{
+    fm_GpuMat *m = fm_gpumat_check_open(st, op, "self");
+    if (m == NULL || (writable && check_writable(m, "self") < 0))
+        return NULL;
+    *stream = fm_require_stream(st, stream_arg, m->device);
+    return *stream != NULL ? m : NULL;
+}
+
+/* Starts the timed call of a method on an image of `shape`, then enters
+ * `device`; if that fails, ends the call. 0, or -1 with an exception set. */
+static int begin_on_device(fm_state *st, fm_call *call, const char *name, const char *activity,
+                           PyObject *timer, fm_Stream *stream, const fm_image_shape *shape,
+                           int device, fm_device_guard *guard)
+{
+    if (fm_call_begin(st, call, name, activity, timer, stream, shape->height, shape->width,
+                      shape->channels) < 0)
+        return -1;
+    if (fm_device_enter(st, device, guard) < 0) {
+        (void)fm_call_end(st, call, NULL);
+        return -1;
+    }
+    return 0;
+}
+
+/* The timed "GpuMat.upload" call that upload() and from_array() make: copies
+ * `src` into `m`, or into a new GpuMat on `device` when m is NULL. Returns
+ * the destination (a new reference), or NULL. */
+static fm_GpuMat *upload_call(fm_state *st, fm_GpuMat *m, const fm_host_image *src,
+                              fm_Stream *stream, int device, PyObject *timer)
+{
+    fm_device_guard guard;
+    fm_call call;
+    if (begin_on_device(st, &call, "GpuMat.upload", "memcpy HtoD", timer, stream, &src->shape,
+                        device, &guard) < 0)
+        return NULL;
+    m = m != NULL ? (fm_GpuMat *)Py_NewRef(m) : fm_gpumat_new(st, device, &src->shape);
+    if (m != NULL && fm_upload(st, m, src, stream, FM_USE_RELEASE_AFTER, &call) < 0)
+        Py_CLEAR(m);
+    fm_device_exit(&guard);
+    return (fm_GpuMat *)fm_call_end(st, &call, (PyObject *)m);
+}
+
 /* The rule a host array must meet to be copied into or out of `m`. */
 static fm_image_rule same_as(const fm_GpuMat *m, int writable)
 {
@@ -158,31 +216,24 @@ PyDoc_STRVAR(GpuMat_upload_doc,
 
 static PyObject *GpuMat_upload(PyObject *op, PyObject *args, PyObject *kwargs)
 {
-    static char *kwlist[] = {"", "stream", "timer", NULL};
-    PyObject *array_arg, *stream_arg = NULL, *timer = NULL;
+    PyObject *array_arg, *stream_arg, *timer;
     fm_state *st = fm_state_of(op);
+    fm_Stream *stream;
     fm_host_image src;
-    fm_device_guard guard;
-    fm_call call;
 
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|$OO:upload", kwlist, &array_arg,
-                                     &stream_arg, &timer))
+    if (parse_arg_stream_timer(args, kwargs, "O|$OO:upload", &array_arg, &stream_arg, &timer) < 0)
         return NULL;
-    fm_GpuMat *m = fm_gpumat_check_open(st, op, "self");
-    if (m == NULL || check_writable(m, "self") < 0)
+    fm_GpuMat *m = open_on_stream(st, op, stream_arg, 1, &stream);
+    if (m == NULL)
         return NULL;
-    fm_Stream *stream = fm_require_stream(st, stream_arg, m->device);
     fm_image_rule rule = same_as(m, 0);
-    if (stream == NULL || fm_host_image_check(array_arg, "array", &rule, &src) < 0)
+    if (fm_host_image_check(array_arg, "array", &rule, &src) < 0)
         return NULL;
-    if (fm_call_begin(st, &call, "GpuMat.upload", "memcpy HtoD", timer, stream,
-                      m->shape.height, m->shape.width, m->shape.channels) < 0)
+    fm_GpuMat *copied = upload_call(st, m, &src, stream, m->device, timer);
+    if (copied == NULL)
         return NULL;
-    if (fm_device_enter(st, m->device, &guard) < 0)
-        return fm_call_end(st, &call, NULL);
-    int rc = fm_upload(st, m, &src, stream, FM_USE_RELEASE_AFTER, &call);
-    fm_device_exit(&guard);
-    return fm_call_end(st, &call, rc == 0 ? Py_NewRef(Py_None) : NULL);
+    Py_DECREF(copied);
+    Py_RETURN_NONE;
 }
 
 PyDoc_STRVAR(GpuMat_from_array_doc,
@@ -196,8 +247,6 @@ static PyObject *GpuMat_from_array(PyTypeObject *type, PyObject *args, PyObject 
     fm_state *st = fm_state_of_type(type);
     PyObject *array_arg, *stream_arg = NULL, *device_arg = Py_None, *timer = NULL;
     fm_host_image src;
-    fm_device_guard guard;
-    fm_call call;
     int device;
 
     if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|$OOO:from_array", kwlist,
@@ -212,16 +261,7 @@ static PyObject *GpuMat_from_array(PyTypeObject *type, PyObject *args, PyObject 
     if (device_arg != Py_None && (fm_resolve_device(st, device_arg, &device) < 0
                                   || fm_require_stream(st, stream_arg, device) == NULL))
         return NULL;
-    if (fm_call_begin(st, &call, "GpuMat.upload", "memcpy HtoD", timer, stream,
-                      src.shape.height, src.shape.width, src.shape.channels) < 0)
-        return NULL;
-    if (fm_device_enter(st, device, &guard) < 0)
-        return fm_call_end(st, &call, NULL);
-    fm_GpuMat *m = fm_gpumat_new(st, device, &src.shape);
-    if (m != NULL && fm_upload(st, m, &src, stream, FM_USE_RELEASE_AFTER, &call) < 0)
-        Py_CLEAR(m);
-    fm_device_exit(&guard);
-    return fm_call_end(st, &call, (PyObject *)m);
+    return (PyObject *)upload_call(st, NULL, &src, stream, device, timer);
 }
 
 PyDoc_STRVAR(GpuMat_download_doc,
@@ -238,6 +278,7 @@ static PyObject *GpuMat_download(PyObject *op, PyObject *args, PyObject *kwargs)
     PyObject *out_arg = Py_None, *stream_arg = NULL, *timer = NULL;
     int blocking = 1;
     fm_state *st = fm_state_of(op);
+    fm_Stream *stream;
     fm_host_image dst;
     fm_device_guard guard;
     fm_call call;
@@ -245,20 +286,14 @@ static PyObject *GpuMat_download(PyObject *op, PyObject *args, PyObject *kwargs)
     if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|O$OpO:download", kwlist,
                                      &out_arg, &stream_arg, &blocking, &timer))
         return NULL;
-    fm_GpuMat *m = fm_gpumat_check_open(st, op, "self");
+    fm_GpuMat *m = open_on_stream(st, op, stream_arg, 0, &stream);
     if (m == NULL)
         return NULL;
-    fm_Stream *stream = fm_require_stream(st, stream_arg, m->device);
-    if (stream == NULL)
-        return NULL;
     fm_image_rule rule = same_as(m, 1);
-    if (out_arg != Py_None && fm_host_image_check(out_arg, "out", &rule, &dst) < 0)
+    if ((out_arg != Py_None && fm_host_image_check(out_arg, "out", &rule, &dst) < 0)
+        || begin_on_device(st, &call, "GpuMat.download", "memcpy DtoH", timer, stream, &m->shape,
+                           m->device, &guard) < 0)
         return NULL;
-    if (fm_call_begin(st, &call, "GpuMat.download", "memcpy DtoH", timer, stream,
-                      m->shape.height, m->shape.width, m->shape.channels) < 0)
-        return NULL;
-    if (fm_device_enter(st, m->device, &guard) < 0)
-        return fm_call_end(st, &call, NULL);
     PyObject *result = fm_download(st, m, out_arg != Py_None ? &dst : NULL, blocking, stream,
                                    &call);
     fm_device_exit(&guard);
@@ -272,14 +307,12 @@ PyDoc_STRVAR(GpuMat_copy_to_doc,
 
 static PyObject *GpuMat_copy_to(PyObject *op, PyObject *args, PyObject *kwargs)
 {
-    static char *kwlist[] = {"", "stream", "timer", NULL};
-    PyObject *other_arg, *stream_arg = NULL, *timer = NULL;
+    PyObject *other_arg, *stream_arg, *timer;
     fm_state *st = fm_state_of(op);
     fm_device_guard guard;
     fm_call call;
 
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|$OO:copy_to", kwlist, &other_arg,
-                                     &stream_arg, &timer))
+    if (parse_arg_stream_timer(args, kwargs, "O|$OO:copy_to", &other_arg, &stream_arg, &timer) < 0)
         return NULL;
     fm_GpuMat *src = fm_gpumat_check_open(st, op, "self");
     fm_GpuMat *dst = src ? fm_gpumat_check_open(st, other_arg, "other") : NULL;
@@ -302,12 +335,10 @@ static PyObject *GpuMat_copy_to(PyObject *op, PyObject *args, PyObject *kwargs)
     fm_Stream *stream = fm_require_stream(st, stream_arg, src->device);
     if (stream == NULL)
         return NULL;
-    if (fm_call_begin(st, &call, "GpuMat.copy_to", "memcpy DtoD", timer, stream,
-                      src->shape.height, src->shape.width, src->shape.channels) < 0)
+    if (begin_on_device(st, &call, "GpuMat.copy_to", "memcpy DtoD", timer, stream, &src->shape,
+                        src->device, &guard) < 0)
         return NULL;
     int rc = -1;
-    if (fm_device_enter(st, src->device, &guard) < 0)
-        return fm_call_end(st, &call, NULL);
     if (fm_device_buffer_use(st, src->buffer, stream, FM_USE_RELEASE_AFTER) < 0
         || fm_device_buffer_use(st, dst->buffer, stream, FM_USE_RELEASE_AFTER) < 0
         || fm_call_gpu_begin(st, &call) < 0)
@@ -368,21 +399,17 @@ PyDoc_STRVAR(GpuMat_fill_doc,
 
 static PyObject *GpuMat_fill(PyObject *op, PyObject *args, PyObject *kwargs)
 {
-    static char *kwlist[] = {"", "stream", "timer", NULL};
-    PyObject *value_arg, *stream_arg = NULL, *timer = NULL;
+    PyObject *value_arg, *stream_arg, *timer;
     fm_state *st = fm_state_of(op);
+    fm_Stream *stream;
     fm_fill_pattern pattern;
     fm_device_guard guard;
     fm_call call;
 
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|$OO:fill", kwlist, &value_arg, &stream_arg,
-                                     &timer))
+    if (parse_arg_stream_timer(args, kwargs, "O|$OO:fill", &value_arg, &stream_arg, &timer) < 0)
         return NULL;
-    fm_GpuMat *m = fm_gpumat_check_open(st, op, "self");
-    if (m == NULL || check_writable(m, "self") < 0)
-        return NULL;
-    fm_Stream *stream = fm_require_stream(st, stream_arg, m->device);
-    if (stream == NULL)
+    fm_GpuMat *m = open_on_stream(st, op, stream_arg, 1, &stream);
+    if (m == NULL)
         return NULL;
 
     memset(&pattern, 0, sizeof pattern);
@@ -412,11 +439,9 @@ static PyObject *GpuMat_fill(PyObject *op, PyObject *args, PyObject *kwargs)
     int pixel_bytes = m->shape.channels * fm_dtype_size(m->shape.type_num), uniform = 1;
     for (int i = 1; i < pixel_bytes; i++)
         uniform &= pattern.bytes[i] == pattern.bytes[0];
-    if (fm_call_begin(st, &call, "GpuMat.fill", uniform ? "memset" : "kernel fill", timer,
-                      stream, m->shape.height, m->shape.width, m->shape.channels) < 0)
+    if (begin_on_device(st, &call, "GpuMat.fill", uniform ? "memset" : "kernel fill", timer,
+                        stream, &m->shape, m->device, &guard) < 0)
         return NULL;
-    if (fm_device_enter(st, m->device, &guard) < 0)
-        return fm_call_end(st, &call, NULL);
     cudaError_t err = cudaSuccess;
     if (fm_device_buffer_use(st, m->buffer, stream, FM_USE_RELEASE_AFTER) == 0
         && fm_call_gpu_begin(st, &call) == 0) {

@@ -271,20 +271,6 @@ static PyObject *Stream_query(PyObject *op, PyObject *Py_UNUSED(ignored))
     return self != NULL ? fm_query(fm_state_of(op), self->device, self->handle, NULL) : NULL;
 }
 
-static fm_Event *require_event(fm_state *st, PyObject *arg)
-{
-    if (!Py_IS_TYPE(arg, st->Event_type)) {
-        PyErr_Format(PyExc_TypeError, "event must be a fastmog.Event, not %.200s", Py_TYPE(arg)->tp_name);
-        return NULL;
-    }
-    fm_Event *event = (fm_Event *)arg;
-    if (event->handle == NULL) {
-        PyErr_SetString(PyExc_ValueError, "event is closed");
-        return NULL;
-    }
-    return event;
-}
-
 PyDoc_STRVAR(Stream_wait_doc,
 "wait($self, event, /, *, timer=None)\n--\n\n"
 "Makes work queued on this stream from now on wait for `event` (on the GPU;\n"
@@ -300,7 +286,7 @@ static PyObject *Stream_wait(PyObject *op, PyObject *args, PyObject *kwargs)
     if (self == NULL)
         return NULL;
     fm_state *st = fm_state_of(op);
-    fm_Event *event = require_event(st, event_arg);
+    fm_Event *event = fm_require_event(st, event_arg, "event");
     if (event == NULL)
         return NULL;
     fm_device_guard guard;
@@ -335,7 +321,7 @@ static PyObject *Stream_record(PyObject *op, PyObject *args, PyObject *kwargs)
     fm_state *st = fm_state_of(op);
     if (event_arg == Py_None)
         event = fm_event_new(st, self->device, 1);
-    else if ((event = require_event(st, event_arg)) != NULL)
+    else if ((event = fm_require_event(st, event_arg, "event")) != NULL)
         Py_INCREF(event);
     if (event == NULL)
         return NULL;

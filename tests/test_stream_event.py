@@ -80,6 +80,23 @@ def test_event_timing_and_ordering(stream):
         start.record()
 
 
+def test_event_arguments_are_checked_alike(stream):
+    # Stream.wait, Stream.record and Event.elapsed_time share one check
+    event = fastmog.Event()
+    with pytest.raises(TypeError, match=r"^event must be a fastmog\.Event, not int$"):
+        stream.wait(1)
+    with pytest.raises(TypeError, match=r"^event must be a fastmog\.Event, not str$"):
+        stream.record("e")
+    with pytest.raises(TypeError, match=r"^end must be a fastmog\.Event, not int$"):
+        event.elapsed_time(1)
+    closed = fastmog.Event()
+    closed.close()
+    for call in (lambda: stream.wait(closed), lambda: stream.record(closed),
+                 lambda: event.elapsed_time(closed), lambda: closed.elapsed_time(event)):
+        with pytest.raises(ValueError, match="^event is closed$"):
+            call()
+
+
 def test_stream_wait_orders_two_streams():
     a, b = fastmog.Stream(), fastmog.Stream()
     m = fastmog.GpuMat((2048, 2048), np.float32)
