@@ -43,7 +43,7 @@ def _available_host_memory():
         return None
 
 
-def memory_check(on_gpu, device, n_mixtures):
+def memory_check(on_gpu, device, n_mixtures, batch=1):
     """check(shape, render=0) refuses frames whose model, buffers and (for the
     built-in scene) rendering would not fit, before they are allocated."""
 
@@ -56,9 +56,9 @@ def memory_check(on_gpu, device, n_mixtures):
         # rendering: the loop frames kept, plus float32/float64 temporaries of one frame
         scene = render * frame + 28 * frame if render else 0
         if on_gpu:
-            needs = [("GPU", model + PIPELINE_DEPTH * (frame + mask) + frame + mask,
-                      _fastmog.mem_get_info(device)[0]),
-                     ("host", scene + PIPELINE_DEPTH * (frame + mask),
+            ring = PIPELINE_DEPTH * batch * (frame + mask)    # the pipeline's slots
+            needs = [("GPU", model + ring + frame + mask, _fastmog.mem_get_info(device)[0]),
+                     ("host", scene + ring,
                       _available_host_memory())]
         else:
             needs = [("host", model + scene + 2 * (frame + mask), _available_host_memory())]

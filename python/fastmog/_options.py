@@ -163,6 +163,11 @@ def build_parser():
     p.add_argument("--decode", choices=("auto", "nvdec", "cpu"), default="auto",
                    help="video decoder: nvdec (on the GPU), cpu, or auto: NVDEC when it can "
                         "decode the video, else the CPU, saying why (default: auto)")
+    p.add_argument("--batch", type=_count, default=8, metavar="K",
+                   help="frames per MOG2 launch for host-decoded input on the GPU: the model "
+                        "is read and written once per K frames, the masks are the same; "
+                        "masks come out K frames later (NVDEC frames go one by one) "
+                        "(default: 8)")
     p.add_argument("--profile", action="store_true",
                    help="print the per-call timer report (default: off)")
     p.add_argument("--sync", action="store_true",

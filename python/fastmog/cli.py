@@ -99,8 +99,8 @@ def _process(args, sub, source, writer, truth, timer, streams):
         if source.on_device:
             masks = _device_frames(sub, source, streams[1], args, timer, last)
         elif on_gpu:
-            frames = (keep_last(f) for f in _host_frames(source))
-            masks = fastmog.pipeline(sub, frames, streams=streams,
+            frames = (keep_last(f) for f in _host_frames(source, args.batch))
+            masks = fastmog.pipeline(sub, frames, streams=streams, batch=args.batch,
                                      learning_rate=args.learning_rate, timer=timer)
         else:
             masks = (sub.apply(keep_last(f), args.learning_rate, timer=timer) for f in source)
@@ -180,12 +180,13 @@ def _process(args, sub, source, writer, truth, timer, streams):
     return EXIT_OK
 
 
-def _host_frames(source):
+def _host_frames(source, batch):
     """Host frames for the pipeline. A reader's pinned ring buffer is passed
     as it is only when the ring outlasts the frames the pipeline keeps in
     flight (it uploads pinned frames asynchronously); otherwise copied."""
     depth = getattr(getattr(source, "reader", None), "depth", None)
-    if getattr(source, "reader", None) is None or (depth is not None and depth > PIPELINE_DEPTH):
+    if getattr(source, "reader", None) is None or (depth is not None
+                                                   and depth > PIPELINE_DEPTH * batch):
         return iter(source)
     return (np.array(f) for f in source)
 
