@@ -39,6 +39,10 @@ SNIPPET = textwrap.dedent("""\
     sub.setHistory(200)
     history: int = sub.getHistory()
     host_mask = host.apply(frame)
+    batch = sub.apply_batch([frame, frame], 0.5, stream=stream, known_foreground=[None, frame])
+    first: fastmog.GpuMat = batch[0]
+    host_masks: np.ndarray = host.apply_batch(np.stack([frame, frame]))
+    cameras = fastmog.apply_cameras([sub], [frame], [0.5], stream=stream, fgmasks=[mask])
 
     sub.apply(frame)  # error: Missing named argument "stream"
     sub.apply(frame, -1.0, stream)  # error: Too many positional arguments
@@ -52,6 +56,10 @@ SNIPPET = textwrap.dedent("""\
     fastmog.Event().record()  # error: Missing named argument "stream"
     fastmog.asgpumat(image)  # error: Missing named argument "stream"
     host.apply(frame, stream=stream)  # error: Unexpected keyword argument "stream"
+    sub.apply_batch([frame])  # error: Missing named argument "stream"
+    fastmog.apply_cameras([sub], [frame])  # error: Missing named argument "stream"
+    fastmog.apply_cameras([host], [frame], stream=stream)  # error: List item 0 has incompatible type
+    host.apply_batch([frame], stream=stream)  # error: Unexpected keyword argument "stream"
     sub.history = 1.5  # error: Incompatible types in assignment
     sub.frame_count = 3  # error: Property "frame_count" defined in "_MOG2Base" is read-only
     """)

@@ -4,6 +4,7 @@ docstrings of src/*.c). GPU operations take a keyword-only, required
 TypeError at run time."""
 import contextvars
 from types import TracebackType
+from collections.abc import Sequence
 from typing import Any, Protocol, Self, TypedDict, final, type_check_only
 
 import numpy as np
@@ -26,6 +27,13 @@ class _SupportsDLPack(Protocol):
 # array (CUDA Array Interface or DLPack).
 _Frame = GpuMat | npt.NDArray[Any] | _SupportsCudaArrayInterface | _SupportsDLPack
 _Shape = int | tuple[int, ...] | list[int]
+# K frames for apply_batch: a sequence of frames, or one array whose first axis
+# is K (numpy, or a CuPy/PyTorch device array).
+_Frames = (Sequence[_Frame] | npt.NDArray[Any] | _SupportsCudaArrayInterface
+           | _SupportsDLPack)
+# Known foreground of K frames (or N cameras): one entry each, None or a mask.
+_KnownForegrounds = (Sequence[_Frame | None] | npt.NDArray[Any]
+                     | _SupportsCudaArrayInterface | _SupportsDLPack)
 
 @type_check_only
 class _DeviceProperties(TypedDict):
@@ -41,6 +49,13 @@ class _DeviceProperties(TypedDict):
 class _PoolStats(TypedDict):
     reserved: int
     used: int
+
+@type_check_only
+class _HostState(TypedDict):
+    weight: npt.NDArray[np.float32]
+    variance: npt.NDArray[np.float32]
+    mean: npt.NDArray[np.float32]
+    mode_count: npt.NDArray[np.uint8]
 
 @type_check_only
 class _MemoryStats(TypedDict):
@@ -261,6 +276,10 @@ class BackgroundSubtractorMOG2(_MOG2Base):
     def apply(self, frame: _Frame, /, learning_rate: float = -1.0, *, stream: Stream,
               fgmask: GpuMat | None = None, known_foreground: _Frame | None = None,
               timer: _Timer | None = None) -> GpuMat: ...
+    def apply_batch(self, frames: _Frames, /, learning_rate: float = -1.0, *, stream: Stream,
+                    fgmasks: Sequence[GpuMat] | None = None,
+                    known_foreground: _KnownForegrounds | None = None,
+                    timer: _Timer | None = None) -> tuple[GpuMat, ...]: ...
     def get_background_image(self, *, stream: Stream, out: GpuMat | None = None,
                              timer: _Timer | None = None) -> GpuMat: ...
     def getBackgroundImage(self, *, stream: Stream, out: GpuMat | None = None,
@@ -286,9 +305,24 @@ class _CpuBackgroundSubtractorMOG2(_MOG2Base):
               fgmask: npt.NDArray[np.uint8] | None = None,
               known_foreground: npt.NDArray[Any] | None = None,
               timer: _Timer | None = None) -> npt.NDArray[np.uint8]: ...
+    def apply_batch(self, frames: npt.NDArray[Any] | Sequence[npt.NDArray[Any]], /,
+                    learning_rate: float = -1.0, *,
+                    fgmasks: npt.NDArray[np.uint8] | None = None,
+                    known_foreground: Sequence[npt.NDArray[Any] | None] | npt.NDArray[Any]
+                    | None = None,
+                    timer: _Timer | None = None) -> npt.NDArray[np.uint8]: ...
+    def _state(self) -> _HostState: ...
     def get_background_image(self, out: npt.NDArray[Any] | None = None) -> npt.NDArray[Any]: ...
     def getBackgroundImage(self, out: npt.NDArray[Any] | None = None) -> npt.NDArray[Any]: ...
     def mode_counts(self) -> npt.NDArray[np.uint8]: ...
+
+
+# N models, one frame each, in one launch (equal to N apply() calls).
+def apply_cameras(subtractors: Sequence[BackgroundSubtractorMOG2], frames: Sequence[_Frame],
+                  learning_rate: float | Sequence[float] = -1.0, *, stream: Stream,
+                  fgmasks: Sequence[GpuMat] | None = None,
+                  known_foreground: Sequence[_Frame | None] | None = None,
+                  timer: _Timer | None = None) -> tuple[GpuMat, ...]: ...
 
 
 # ---- timing and NVTX -----------------------------------------------------------
