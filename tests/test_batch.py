@@ -272,7 +272,7 @@ def test_batch_bad_input_changes_nothing(rng):
         (ValueError, lambda: sub.apply_batch([good[0], good[1], good[2][:, :31]])),
         (ValueError, lambda: sub.apply_batch([good[0][:23], good[1], good[2]])),
         (ValueError, lambda: sub.apply_batch([good[0], good[1][..., 0]])),
-        (ValueError, lambda: sub.apply_batch([good[0], good[1].astype(np.float32)])),
+        (TypeError, lambda: sub.apply_batch([good[0], good[1].astype(np.float32)])),  # dtype
         # frames apply() refuses
         (TypeError, lambda: sub.apply_batch(stack.astype(np.int16))),
         (ValueError, lambda: sub.apply_batch(np.zeros((4, 24, 32, 5), np.uint8))),

@@ -36,6 +36,20 @@ def test_pipeline_equals_host_in_order(data_dir, streams, pinned):
         assert np.array_equal(g, host.apply(f)), f"frame {i}"
 
 
+@pytest.mark.parametrize("batch, depth", [(4, 2), (8, 3)])
+def test_batched_pipeline_equals_host_in_order(data_dir, streams, batch, depth):
+    # 45 frames: the last batch is partial; colour, so every channel counts
+    frames = [convert(f, "bgr", np.uint8) for f in iter_frames(data_dir, "traffic", 45)]
+    gpu = fastmog.BackgroundSubtractorMOG2()
+    host = fastmog.cpu.BackgroundSubtractorMOG2()
+    got = [m.copy() for m in fastmog.pipeline(gpu, iter(frames), streams=streams, depth=depth,
+                                              batch=batch)]
+    assert len(got) == len(frames)
+    for i, (g, f) in enumerate(zip(got, frames)):
+        assert np.array_equal(g, host.apply(f)), f"frame {i}"
+    assert gpu.frame_count == host.frame_count == len(frames)
+
+
 def test_pipeline_rejects_bad_use(rng, streams):
     gpu = fastmog.BackgroundSubtractorMOG2()
     frames = [random_image(rng, (16, 16), np.uint8), random_image(rng, (16, 17), np.uint8)]
@@ -43,6 +57,9 @@ def test_pipeline_rejects_bad_use(rng, streams):
         list(fastmog.pipeline(gpu, frames, streams=streams))
     with pytest.raises(TypeError, match="three"):
         list(fastmog.pipeline(gpu, frames, streams=streams[0]))
+    for batch in (0, 1.5, True):
+        with pytest.raises(ValueError, match="batch"):
+            list(fastmog.pipeline(gpu, frames, streams=streams, batch=batch))
 
 
 def test_many_cameras_as_one_tall_frame(rng):

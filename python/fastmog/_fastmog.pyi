@@ -307,7 +307,8 @@ class _CpuBackgroundSubtractorMOG2(_MOG2Base):
               timer: _Timer | None = None) -> npt.NDArray[np.uint8]: ...
     def apply_batch(self, frames: npt.NDArray[Any] | Sequence[npt.NDArray[Any]], /,
                     learning_rate: float = -1.0, *,
-                    fgmasks: npt.NDArray[np.uint8] | None = None,
+                    fgmasks: npt.NDArray[np.uint8] | Sequence[npt.NDArray[np.uint8]]
+                    | None = None,
                     known_foreground: Sequence[npt.NDArray[Any] | None] | npt.NDArray[Any]
                     | None = None,
                     timer: _Timer | None = None) -> npt.NDArray[np.uint8]: ...
@@ -319,10 +320,19 @@ class _CpuBackgroundSubtractorMOG2(_MOG2Base):
 
 # N models, one frame each, in one launch (equal to N apply() calls).
 def apply_cameras(subtractors: Sequence[BackgroundSubtractorMOG2], frames: Sequence[_Frame],
-                  learning_rate: float | Sequence[float] = -1.0, *, stream: Stream,
+                  /, learning_rate: float | Sequence[float] = -1.0, *, stream: Stream,
                   fgmasks: Sequence[GpuMat] | None = None,
                   known_foreground: Sequence[_Frame | None] | None = None,
                   timer: _Timer | None = None) -> tuple[GpuMat, ...]: ...
+
+
+# fastmog.cpu.apply_cameras: N host models, one frame each.
+def _cpu_apply_cameras(subtractors: Sequence[_CpuBackgroundSubtractorMOG2],
+                       frames: Sequence[npt.NDArray[Any]], /,
+                       learning_rate: float | Sequence[float] = -1.0, *,
+                       fgmasks: Sequence[npt.NDArray[np.uint8]] | None = None,
+                       known_foreground: Sequence[npt.NDArray[Any] | None] | None = None
+                       ) -> list[npt.NDArray[np.uint8]]: ...
 
 
 # ---- timing and NVTX -----------------------------------------------------------
