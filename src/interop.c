@@ -302,8 +302,8 @@ static fm_GpuMat *view_from_foreign(fm_state *st, foreign_view *v, PyObject *own
      * ends the CUDA context: refuse it here. */
     if ((uintptr_t)v->data % (uintptr_t)elem != 0 || v->strides[0] % elem != 0) {
         PyErr_Format(PyExc_ValueError,
-                     "%s is at 0x%llx with row pitch %lld: not aligned to its %d-byte values",
-                     argname, (unsigned long long)(uintptr_t)v->data, (long long)v->strides[0],
+                     "%s is at %p with row pitch %lld: not aligned to its %d-byte values",
+                     argname, (void *)v->data, (long long)v->strides[0],
                      (int)elem);
         return NULL;
     }
