@@ -104,42 +104,24 @@ __device__ __forceinline__ void load_visited(const fm_mog2_params &p, const fm_m
     }
 }
 
-// One frame's input at a pixel: its values and its known-foreground flag.
-template <int C, typename T>
-struct Input {
-    T value[C];
-    bool known;
-};
-
-template <int C, typename T>
-__device__ __forceinline__ Input<C, T> read_input(const fm_mog2_frame_io &io, int x, int y)
-{
-    Input<C, T> in;
-    in.known = io.known != NULL && io.known[(size_t)y * io.known_pitch + x] != 0;
-    const T *row = reinterpret_cast<const T *>(static_cast<const char *>(io.frame)
-                                               + (size_t)y * io.frame_pitch);
-#pragma unroll
-    for (int c = 0; c < C; ++c)
-        in.value[c] = row[(size_t)x * C + c];
-    return in;
-}
-
 template <int C, int M, typename T>
 __device__ __forceinline__ void update_pixel(const fm_mog2_params &p, const fm_mog2_frame_io &io,
-                                             const Input<C, T> &in, const fm_mog2_model &model,
-                                             int x, int y, size_t i, Pixel<C, M> &px)
+                                             const fm_mog2_model &model, int x, int y, size_t i,
+                                             Pixel<C, M> &px)
 {
     unsigned char *mask = io.mask + (size_t)y * io.mask_pitch + x;
     if (io.restart)
         px.nmodes = 0;
-    if (in.known) {
+    if (io.known != NULL && io.known[(size_t)y * io.known_pitch + x] != 0) {
         *mask = 255;  // foreground, and the model is left as it is
         return;
     }
+    const T *row = reinterpret_cast<const T *>(static_cast<const char *>(io.frame)
+                                               + (size_t)y * io.frame_pitch);
     float sample[C];
 #pragma unroll
     for (int c = 0; c < C; ++c)
-        sample[c] = (float)in.value[c];  // exact for uint8
+        sample[c] = (float)row[(size_t)x * C + c];  // exact for uint8
     load_visited(p, io.rates, sample, model, i, px);
     unsigned char nmodes = (unsigned char)px.nmodes;
     *mask = fm_mog2_update_pixel(&p, &io.rates, sample, C, 0, px.weight, px.variance, px.mean,
@@ -170,23 +152,16 @@ __device__ __forceinline__ void store_pixel(const fm_mog2_model &model, size_t i
 }
 
 // One pixel through `count` consecutive frames: its state is read once,
-// updated once per frame in registers, and written once. The next frame's
-// input is read before this frame is computed, so its load is in flight
-// during the computation instead of stalling the next one.
+// updated once per frame in registers, and written once.
 template <int C, int M, typename T>
 __device__ __forceinline__ void run_pixel(const fm_mog2_params &p, const fm_mog2_model &model,
                                           const fm_mog2_frame_io *frames, int count, int x, int y)
 {
     const size_t i = (size_t)y * model.width + x;
-    Input<C, T> next = read_input<C, T>(frames[0], x, y);
     Pixel<C, M> px;
     load_pixel(model, i, px);
-    for (int f = 0; f < count; ++f) {
-        const Input<C, T> in = next;
-        if (f + 1 < count)
-            next = read_input<C, T>(frames[f + 1], x, y);
-        update_pixel<C, M, T>(p, frames[f], in, model, x, y, i, px);
-    }
+    for (int f = 0; f < count; ++f)
+        update_pixel<C, M, T>(p, frames[f], model, x, y, i, px);
     store_pixel(model, i, px);
 }
 
