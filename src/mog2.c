@@ -147,10 +147,13 @@ static int stage_frame(fm_state *st, fm_MOG2 *self, PyObject *frame_arg, PyObjec
     return out->known == NULL ? -1 : 0;
 }
 
-/* Checks a caller's mask (a GpuMat) against the frame; a new reference. */
-static fm_GpuMat *caller_mask(fm_state *st, fm_MOG2 *self, PyObject *arg, const char *name,
+/* Checks a caller's mask (a GpuMat) against the frame: the argument
+ * fgmasks[index], or fgmask when index < 0. A new reference. */
+static fm_GpuMat *caller_mask(fm_state *st, fm_MOG2 *self, PyObject *arg, int index,
                               const fm_image_shape *frame)
 {
+    char name[32];
+    snprintf(name, sizeof name, index < 0 ? "fgmask" : "fgmasks[%d]", index);
     fm_image_rule rule = fm_mog2_mask_rule(frame, 1);
     fm_GpuMat *mask = fm_gpumat_check_open(st, arg, name);
     if (mask == NULL || fm_image_rule_check(&rule, &mask->shape, name) < 0
@@ -275,7 +278,7 @@ static PyObject *MOG2_apply(PyObject *op, PyObject *args, PyObject *kwargs)
     /* The caller's mask is checked after staging: another thread may have
      * closed it while this one waited for the lock (the GIL was released). */
     if (fgmask_arg != Py_None) {
-        if ((images.mask = caller_mask(st, self, fgmask_arg, "fgmask", &images.frame->shape))
+        if ((images.mask = caller_mask(st, self, fgmask_arg, -1, &images.frame->shape))
             == NULL)
             goto done;
     }
@@ -343,11 +346,10 @@ static PyObject *MOG2_apply_batch(PyObject *op, PyObject *args, PyObject *kwargs
     fm_MOG2 *self = (fm_MOG2 *)op;
     PyObject *frames_arg, *stream_arg = NULL, *fgmasks_arg = Py_None, *known_arg = Py_None;
     PyObject *timer = NULL, *result = NULL, *rate_arg = NULL;
-    PyObject *frames = NULL, *knowns = NULL, *fgmasks = NULL;
+    fm_mog2_sequences seq;
     frame_images *images = NULL;
     fm_mog2_step *steps = NULL;
     double learning_rate;
-    int count = 0;
     fm_device_guard guard;
     fm_call call;
 
@@ -356,53 +358,42 @@ static PyObject *MOG2_apply_batch(PyObject *op, PyObject *args, PyObject *kwargs
         return NULL;
     fm_Stream *stream = fm_require_stream(st, stream_arg, self->device);
     if (stream == NULL || fm_mog2_learning_rate_arg(rate_arg, &learning_rate) < 0
-        || (frames = fm_mog2_items(frames_arg, "frames", -1)) == NULL)
+        || fm_mog2_sequences_get(&seq, frames_arg, known_arg, fgmasks_arg, -1) < 0)
         return NULL;
-    Py_ssize_t n = PySequence_Fast_GET_SIZE(frames);
-    count = (int)n;
-    if ((known_arg != Py_None && (knowns = fm_mog2_items(known_arg, "known_foreground", n)) == NULL)
-        || (fgmasks_arg != Py_None && (fgmasks = fm_mog2_items(fgmasks_arg, "fgmasks", n)) == NULL))
-        goto error;
+    const int count = seq.count;
     if (count == 0) {
-        Py_DECREF(frames);
-        Py_XDECREF(knowns);
-        Py_XDECREF(fgmasks);
-        return PyTuple_New(0);
+        result = PyTuple_New(0);
+        goto out;
     }
     images = PyMem_Calloc((size_t)count, sizeof *images);
     steps = PyMem_Calloc((size_t)count, sizeof *steps);
     if (images == NULL || steps == NULL) {
         PyErr_NoMemory();
-        goto error;
+        goto out;
     }
     int h, w, c;
-    fm_peek_shape(st, PySequence_Fast_GET_ITEM(frames, 0), &h, &w, &c);
+    fm_peek_shape(st, PySequence_Fast_GET_ITEM(seq.frames, 0), &h, &w, &c);
     if (fm_call_begin(st, &call, "BackgroundSubtractorMOG2.apply_batch", "kernel mog2_apply",
                       timer, stream, h > 0 ? h * count : -1, w, c) < 0)
-        goto error;
-    if (fm_device_enter(st, self->device, &guard) < 0) {
-        fm_call_end(st, &call, NULL);
-        goto error;
-    }
+        goto out;
+    if (fm_device_enter(st, self->device, &guard) < 0)
+        goto end_call;
     if (fm_mog2_lock_open(&self->base) < 0)
         goto exit_device;
     if (reserve_staging(self, count) < 0)
         goto done;
     for (int k = 0; k < count; ++k) {
-        PyObject *known = knowns != NULL ? PySequence_Fast_GET_ITEM(knowns, k) : Py_None;
-        if (stage_frame(st, self, PySequence_Fast_GET_ITEM(frames, k), known, k, k,
+        if (stage_frame(st, self, PySequence_Fast_GET_ITEM(seq.frames, k),
+                        fm_mog2_entry(seq.known, k), k, k,
                         k == 0 ? NULL : &images[0].frame->shape, stream, timer, &images[k]) < 0)
             goto done;
     }
     const fm_image_shape *shape = &images[0].frame->shape;
-    if (fgmasks != NULL) {
-        for (int k = 0; k < count; ++k) {
-            char name[32];
-            snprintf(name, sizeof name, "fgmasks[%d]", k);
-            if ((images[k].mask = caller_mask(st, self, PySequence_Fast_GET_ITEM(fgmasks, k),
-                                              name, shape)) == NULL)
+    if (seq.fgmasks != NULL) {
+        for (int k = 0; k < count; ++k)
+            if ((images[k].mask = caller_mask(st, self, PySequence_Fast_GET_ITEM(seq.fgmasks, k),
+                                              k, shape)) == NULL)
                 goto done;
-        }
     }
     else if (reused_batch_masks(st, self, shape, images, count) < 0) {
         goto done;
@@ -420,23 +411,13 @@ done:
 exit_device:
     fm_device_exit(&guard);
     release_images(images, count);
+end_call:
     result = fm_call_end(st, &call, result);
+out:
     PyMem_Free(images);
     PyMem_Free(steps);
-    Py_DECREF(frames);
-    Py_XDECREF(knowns);
-    Py_XDECREF(fgmasks);
+    fm_mog2_sequences_clear(&seq);
     return result;
-
-error:
-    if (images != NULL)
-        release_images(images, count);
-    PyMem_Free(images);
-    PyMem_Free(steps);
-    Py_XDECREF(frames);
-    Py_XDECREF(knowns);
-    Py_XDECREF(fgmasks);
-    return NULL;
 }
 
 /* ---- apply_cameras: many models, one launch ------------------------------ */
@@ -453,24 +434,22 @@ typedef struct camera_call {
 /* Stages, checks and plans every camera, then (nothing can be refused any
  * more) rebuilds the models that need it and queues the one launch. Every
  * lock is held. */
-static PyObject *cameras_locked(fm_state *st, camera_call *cams, int count, PyObject *frames,
-                                PyObject *knowns, PyObject *fgmasks, fm_Stream *stream,
-                                PyObject *timer, fm_call *call)
+static PyObject *cameras_locked(fm_state *st, camera_call *cams, const fm_mog2_sequences *seq,
+                                fm_Stream *stream, PyObject *timer, fm_call *call)
 {
+    const int count = seq->count;
     for (int k = 0; k < count; ++k) {
         camera_call *cam = &cams[k];
-        PyObject *known = knowns != NULL ? PySequence_Fast_GET_ITEM(knowns, k) : Py_None;
         if (reserve_staging(cam->sub, 1) < 0
-            || stage_frame(st, cam->sub, PySequence_Fast_GET_ITEM(frames, k), known, k, 0, NULL,
-                           stream, timer, &cam->images) < 0)
+            || stage_frame(st, cam->sub, PySequence_Fast_GET_ITEM(seq->frames, k),
+                           fm_mog2_entry(seq->known, k), k, 0, NULL, stream, timer,
+                           &cam->images) < 0)
             return NULL;
-        if (fgmasks != NULL) {
-            char name[32];
-            snprintf(name, sizeof name, "fgmasks[%d]", k);
-            if ((cam->images.mask = caller_mask(st, cam->sub, PySequence_Fast_GET_ITEM(fgmasks, k),
-                                                name, &cam->images.frame->shape)) == NULL)
-                return NULL;
-        }
+        if (seq->fgmasks != NULL
+            && (cam->images.mask = caller_mask(st, cam->sub,
+                                               PySequence_Fast_GET_ITEM(seq->fgmasks, k), k,
+                                               &cam->images.frame->shape)) == NULL)
+            return NULL;
         fm_mog2_plan(&cam->sub->base, &cam->images.frame->shape, cam->learning_rate,
                      &cam->step);
     }
@@ -532,7 +511,8 @@ static PyObject *apply_cameras(PyObject *module, PyObject *args, PyObject *kwarg
     fm_state *st = fm_state_of_module(module);
     PyObject *subs_arg, *frames_arg, *rate_arg = NULL, *stream_arg = NULL;
     PyObject *fgmasks_arg = Py_None, *known_arg = Py_None, *timer = NULL, *result = NULL;
-    PyObject *subs = NULL, *frames = NULL, *knowns = NULL, *fgmasks = NULL;
+    PyObject *subs = NULL;
+    fm_mog2_sequences seq = {NULL, NULL, NULL, 0};
     camera_call *cams = NULL;
     fm_MOG2Base **bases = NULL;     /* [0, n): call order; [n, 2n): lock order */
     double *rates = NULL;
@@ -544,12 +524,8 @@ static PyObject *apply_cameras(PyObject *module, PyObject *args, PyObject *kwarg
                                      &known_arg, &timer)
         || (subs = fm_mog2_items(subs_arg, "subtractors", -1)) == NULL)
         return NULL;
-    Py_ssize_t n = PySequence_Fast_GET_SIZE(subs);
-    int count = (int)n;
-    if ((frames = fm_mog2_items(frames_arg, "frames", n)) == NULL
-        || (known_arg != Py_None
-            && (knowns = fm_mog2_items(known_arg, "known_foreground", n)) == NULL)
-        || (fgmasks_arg != Py_None && (fgmasks = fm_mog2_items(fgmasks_arg, "fgmasks", n)) == NULL))
+    const int count = (int)PySequence_Fast_GET_SIZE(subs);
+    if (fm_mog2_sequences_get(&seq, frames_arg, known_arg, fgmasks_arg, count) < 0)
         goto out;
     cams = PyMem_Calloc((size_t)count + 1, sizeof *cams);
     bases = PyMem_Calloc(2 * (size_t)count + 1, sizeof *bases);
@@ -579,14 +555,13 @@ static PyObject *apply_cameras(PyObject *module, PyObject *args, PyObject *kwarg
         goto out;
     }
     int h, w, c;
-    fm_peek_shape(st, PySequence_Fast_GET_ITEM(frames, 0), &h, &w, &c);
+    fm_peek_shape(st, PySequence_Fast_GET_ITEM(seq.frames, 0), &h, &w, &c);
     if (fm_call_begin(st, &call, "apply_cameras", "kernel mog2_cameras", timer, stream,
                       h > 0 ? h : -1, w, c) < 0)
         goto out;
     if (fm_device_enter(st, cams[0].sub->device, &guard) == 0) {
         if (fm_mog2_lock_all(bases + count, count) == 0) {
-            result = cameras_locked(st, cams, count, frames, knowns, fgmasks, stream, timer,
-                                    &call);
+            result = cameras_locked(st, cams, &seq, stream, timer, &call);
             fm_mog2_unlock_all(bases + count, count);
         }
         fm_device_exit(&guard);
@@ -599,9 +574,7 @@ out:
     PyMem_Free(bases);
     PyMem_Free(rates);
     Py_DECREF(subs);
-    Py_XDECREF(frames);
-    Py_XDECREF(knowns);
-    Py_XDECREF(fgmasks);
+    fm_mog2_sequences_clear(&seq);
     return result;
 }
 

@@ -5,6 +5,7 @@
 #include "mog2_base.h"
 
 #include <math.h>
+#include <string.h>
 
 enum field_kind { FIELD_INT, FIELD_BOOL, FIELD_DOUBLE, FIELD_FLOAT };
 
@@ -522,6 +523,29 @@ PyObject *fm_mog2_items(PyObject *arg, const char *name, Py_ssize_t count)
         Py_CLEAR(items);
     }
     return items;
+}
+
+int fm_mog2_sequences_get(fm_mog2_sequences *seq, PyObject *frames, PyObject *known,
+                          PyObject *fgmasks, Py_ssize_t count)
+{
+    memset(seq, 0, sizeof *seq);
+    if ((seq->frames = fm_mog2_items(frames, "frames", count)) == NULL)
+        return -1;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq->frames);
+    if ((known != Py_None && (seq->known = fm_mog2_items(known, "known_foreground", n)) == NULL)
+        || (fgmasks != Py_None && (seq->fgmasks = fm_mog2_items(fgmasks, "fgmasks", n)) == NULL)) {
+        fm_mog2_sequences_clear(seq);
+        return -1;
+    }
+    seq->count = (int)n;
+    return 0;
+}
+
+void fm_mog2_sequences_clear(fm_mog2_sequences *seq)
+{
+    Py_CLEAR(seq->frames);
+    Py_CLEAR(seq->known);
+    Py_CLEAR(seq->fgmasks);
 }
 
 static int by_address(const void *a, const void *b)

@@ -90,6 +90,28 @@ void fm_mog2_commit(fm_MOG2Base *self, const fm_mog2_step *step);
  * reference, or NULL with TypeError / ValueError. */
 PyObject *fm_mog2_items(PyObject *arg, const char *name, Py_ssize_t count);
 
+/* The per-frame arguments of apply_batch and apply_cameras, as tuples of
+ * `count` items (owned): frames, and known_foreground and fgmasks when
+ * given (else NULL). */
+typedef struct fm_mog2_sequences {
+    PyObject *frames;
+    PyObject *known;
+    PyObject *fgmasks;
+    int count;
+} fm_mog2_sequences;
+
+/* Fills `seq` (zeroed first) from the arguments; count < 0: as many as
+ * there are frames. On failure everything taken is released. */
+int fm_mog2_sequences_get(fm_mog2_sequences *seq, PyObject *frames, PyObject *known,
+                          PyObject *fgmasks, Py_ssize_t count);
+void fm_mog2_sequences_clear(fm_mog2_sequences *seq);
+
+/* Entry k of an optional sequence: borrowed, Py_None when not given. */
+static inline PyObject *fm_mog2_entry(PyObject *items, int k)
+{
+    return items != NULL ? PySequence_Fast_GET_ITEM(items, k) : Py_None;
+}
+
 /* apply_cameras' subtractors (a tuple from fm_mog2_items) and learning_rate
  * (one number, or one per camera), checked: each of `type`, none twice.
  * Fills cameras[] and rates[] in call order and locking[] in the order the

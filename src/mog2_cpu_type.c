@@ -74,10 +74,13 @@ static int check_frame(PyObject *frame_arg, PyObject *known_arg, int index,
     return 0;
 }
 
-/* A caller's mask for a frame of `shape`; io->mask points into it. */
-static int check_mask(PyObject *arg, const char *name, const fm_image_shape *shape,
+/* A caller's mask for a frame of `shape`: the argument fgmasks[index], or
+ * fgmask when index < 0; io->mask points into it. */
+static int check_mask(PyObject *arg, int index, const fm_image_shape *shape,
                       fm_mog2_frame_io *io)
 {
+    char name[32];
+    snprintf(name, sizeof name, index < 0 ? "fgmask" : "fgmasks[%d]", index);
     fm_host_image mask;
     fm_image_rule rule = fm_mog2_mask_rule(shape, 1);
     if (fm_host_image_check(arg, name, &rule, &mask) < 0)
@@ -155,7 +158,7 @@ static PyObject *MOG2Cpu_apply(PyObject *op, PyObject *args, PyObject *kwargs)
         || check_frame(frame_arg, known_arg, -1, NULL, &frame, &io) < 0)
         return NULL;
     if (fgmask_arg != Py_None) {
-        if (check_mask(fgmask_arg, "fgmask", &frame.shape, &io) < 0)
+        if (check_mask(fgmask_arg, -1, &frame.shape, &io) < 0)
             return NULL;
         mask = Py_NewRef(fgmask_arg);
     }
@@ -193,7 +196,8 @@ static PyObject *MOG2Cpu_apply_batch(PyObject *op, PyObject *args, PyObject *kwa
     fm_MOG2Cpu *self = (fm_MOG2Cpu *)op;
     fm_state *st = fm_state_of(op);
     PyObject *frames_arg, *fgmasks_arg = Py_None, *known_arg = Py_None, *timer = NULL;
-    PyObject *rate_arg = NULL, *frames = NULL, *knowns = NULL, *fgmasks = NULL, *masks = NULL;
+    PyObject *rate_arg = NULL, *masks = NULL;
+    fm_mog2_sequences seq;
     fm_mog2_frame_io *io = NULL;
     fm_mog2_step *steps = NULL;
     fm_host_image first, frame;
@@ -203,14 +207,9 @@ static PyObject *MOG2Cpu_apply_batch(PyObject *op, PyObject *args, PyObject *kwa
     if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|O$OOO:apply_batch", kwlist, &frames_arg,
                                      &rate_arg, &fgmasks_arg, &known_arg, &timer)
         || fm_mog2_learning_rate_arg(rate_arg, &learning_rate) < 0
-        || (frames = fm_mog2_items(frames_arg, "frames", -1)) == NULL)
+        || fm_mog2_sequences_get(&seq, frames_arg, known_arg, fgmasks_arg, -1) < 0)
         return NULL;
-    Py_ssize_t n = PySequence_Fast_GET_SIZE(frames);
-    int count = (int)n;
-    if ((known_arg != Py_None
-         && (knowns = fm_mog2_items(known_arg, "known_foreground", n)) == NULL)
-        || (fgmasks_arg != Py_None && (fgmasks = fm_mog2_items(fgmasks_arg, "fgmasks", n)) == NULL))
-        goto out;
+    const int count = seq.count;
     io = PyMem_Calloc((size_t)count + 1, sizeof *io);
     steps = PyMem_Calloc((size_t)count + 1, sizeof *steps);
     if (io == NULL || steps == NULL) {
@@ -218,8 +217,7 @@ static PyObject *MOG2Cpu_apply_batch(PyObject *op, PyObject *args, PyObject *kwa
         goto out;
     }
     for (int k = 0; k < count; ++k) {
-        PyObject *known = knowns != NULL ? PySequence_Fast_GET_ITEM(knowns, k) : Py_None;
-        if (check_frame(PySequence_Fast_GET_ITEM(frames, k), known, k,
+        if (check_frame(PySequence_Fast_GET_ITEM(seq.frames, k), fm_mog2_entry(seq.known, k), k,
                         k == 0 ? NULL : &first.shape, k == 0 ? &first : &frame, &io[k]) < 0)
             goto out;
     }
@@ -227,13 +225,10 @@ static PyObject *MOG2Cpu_apply_batch(PyObject *op, PyObject *args, PyObject *kwa
         masks = fgmasks_arg != Py_None ? Py_NewRef(fgmasks_arg) : PyTuple_New(0);
         goto out;
     }
-    if (fgmasks != NULL) {
-        for (int k = 0; k < count; ++k) {
-            char name[32];
-            snprintf(name, sizeof name, "fgmasks[%d]", k);
-            if (check_mask(PySequence_Fast_GET_ITEM(fgmasks, k), name, &first.shape, &io[k]) < 0)
+    if (seq.fgmasks != NULL) {
+        for (int k = 0; k < count; ++k)
+            if (check_mask(PySequence_Fast_GET_ITEM(seq.fgmasks, k), k, &first.shape, &io[k]) < 0)
                 goto out;
-        }
         masks = Py_NewRef(fgmasks_arg);
     }
     else if ((masks = new_masks(&first.shape, count, io)) == NULL) {
@@ -256,9 +251,7 @@ static PyObject *MOG2Cpu_apply_batch(PyObject *op, PyObject *args, PyObject *kwa
 out:
     PyMem_Free(io);
     PyMem_Free(steps);
-    Py_DECREF(frames);
-    Py_XDECREF(knowns);
-    Py_XDECREF(fgmasks);
+    fm_mog2_sequences_clear(&seq);
     return masks;
 }
 
@@ -273,8 +266,8 @@ static PyObject *cpu_apply_cameras(PyObject *module, PyObject *args, PyObject *k
     static char *kwlist[] = {"", "", "learning_rate", "fgmasks", "known_foreground", NULL};
     fm_state *st = fm_state_of_module(module);
     PyObject *subs_arg, *frames_arg, *rate_arg = NULL, *fgmasks_arg = Py_None;
-    PyObject *known_arg = Py_None, *subs = NULL, *frames = NULL, *knowns = NULL;
-    PyObject *fgmasks = NULL, *result = NULL;
+    PyObject *known_arg = Py_None, *subs = NULL, *result = NULL;
+    fm_mog2_sequences seq = {NULL, NULL, NULL, 0};
     fm_MOG2Base **bases = NULL;     /* [0, n): call order; [n, 2n): lock order */
     double *rates = NULL;
     fm_mog2_frame_io *io = NULL;
@@ -286,12 +279,8 @@ static PyObject *cpu_apply_cameras(PyObject *module, PyObject *args, PyObject *k
                                      &frames_arg, &rate_arg, &fgmasks_arg, &known_arg)
         || (subs = fm_mog2_items(subs_arg, "subtractors", -1)) == NULL)
         return NULL;
-    Py_ssize_t n = PySequence_Fast_GET_SIZE(subs);
-    int count = (int)n;
-    if ((frames = fm_mog2_items(frames_arg, "frames", n)) == NULL
-        || (known_arg != Py_None
-            && (knowns = fm_mog2_items(known_arg, "known_foreground", n)) == NULL)
-        || (fgmasks_arg != Py_None && (fgmasks = fm_mog2_items(fgmasks_arg, "fgmasks", n)) == NULL))
+    const int count = (int)PySequence_Fast_GET_SIZE(subs);
+    if (fm_mog2_sequences_get(&seq, frames_arg, known_arg, fgmasks_arg, count) < 0)
         goto out;
     bases = PyMem_Calloc(2 * (size_t)count + 1, sizeof *bases);
     rates = PyMem_Calloc((size_t)count + 1, sizeof *rates);
@@ -307,15 +296,13 @@ static PyObject *cpu_apply_cameras(PyObject *module, PyObject *args, PyObject *k
         goto out;
     /* every argument is checked before any model changes */
     for (int k = 0; k < count; ++k) {
-        PyObject *known = knowns != NULL ? PySequence_Fast_GET_ITEM(knowns, k) : Py_None;
         PyObject *mask;
-        if (check_frame(PySequence_Fast_GET_ITEM(frames, k), known, k, NULL, &frame, &io[k]) < 0)
+        if (check_frame(PySequence_Fast_GET_ITEM(seq.frames, k), fm_mog2_entry(seq.known, k), k,
+                        NULL, &frame, &io[k]) < 0)
             goto error;
-        if (fgmasks != NULL) {
-            char name[32];
-            snprintf(name, sizeof name, "fgmasks[%d]", k);
-            mask = PySequence_Fast_GET_ITEM(fgmasks, k);
-            if (check_mask(mask, name, &frame.shape, &io[k]) < 0)
+        if (seq.fgmasks != NULL) {
+            mask = PySequence_Fast_GET_ITEM(seq.fgmasks, k);
+            if (check_mask(mask, k, &frame.shape, &io[k]) < 0)
                 goto error;
             Py_INCREF(mask);
         }
@@ -345,9 +332,7 @@ out:
     PyMem_Free(steps);
     PyMem_Free(shapes);
     Py_DECREF(subs);
-    Py_XDECREF(frames);
-    Py_XDECREF(knowns);
-    Py_XDECREF(fgmasks);
+    fm_mog2_sequences_clear(&seq);
     return result;
 }
 
