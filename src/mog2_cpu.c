@@ -16,9 +16,10 @@ static int params_ok(const fm_mog2_params *p, const fm_mog2_model *m)
            && p->n_mixtures <= FM_MOG2_MAX_MIXTURES;
 }
 
-/* One row through `count` frames, pixel by pixel (each pixel's modes stay in
- * cache while its frames go through them), channel count and value type
- * fixed at compile time so the pixel loops unroll. */
+/* One row through `count` frames, frame after frame: the row's modes (tens
+ * of kilobytes) stay in cache from one frame to the next, and the pixel loop
+ * is the same as for one frame. Channel count and value type are fixed at
+ * compile time so the pixel loops unroll. */
 #define FM_DEFINE_ROW(NAME, CH, T)                                                \
     static void NAME(const fm_mog2_params *p, const fm_mog2_model *m,            \
                      const fm_mog2_frame_io *frames, int count, int y)           \
@@ -26,28 +27,31 @@ static int params_ok(const fm_mog2_params *p, const fm_mog2_model *m)
         const size_t first = (size_t)y * (size_t)m->width;                        \
         float xv[CH];                                                             \
         unsigned changed = 0; /* only the kernel stores by it */                  \
-        for (int xi = 0; xi < m->width; ++xi) {                                   \
-            size_t i = first + (size_t)xi;                                        \
-            for (int f = 0; f < count; ++f) {                                     \
-                const fm_mog2_frame_io *io = &frames[f];                          \
-                const T *row = (const T *)((const char *)io->frame                \
-                                           + (size_t)y * io->frame_pitch);        \
-                unsigned char *mask = io->mask + (size_t)y * io->mask_pitch + xi; \
-                if (io->restart)                                                  \
+        for (int f = 0; f < count; ++f) {                                         \
+            const fm_mog2_frame_io *io = &frames[f];                              \
+            const fm_mog2_rates rates = io->rates;                                \
+            const int restart = io->restart;                                      \
+            const T *row = (const T *)((const char *)io->frame                    \
+                                       + (size_t)y * io->frame_pitch);            \
+            const unsigned char *known =                                          \
+                io->known != NULL ? io->known + (size_t)y * io->known_pitch : NULL; \
+            unsigned char *mask = io->mask + (size_t)y * io->mask_pitch;          \
+            for (int xi = 0; xi < m->width; ++xi) {                               \
+                size_t i = first + (size_t)xi;                                    \
+                if (restart)                                                      \
                     m->mode_count[i] = 0;                                         \
-                if (io->known != NULL                                             \
-                    && io->known[(size_t)y * io->known_pitch + xi] != 0) {        \
-                    *mask = 255;                                                  \
+                if (known != NULL && known[xi] != 0) {                            \
+                    mask[xi] = 255;                                               \
                     continue;                                                     \
                 }                                                                 \
                 /* uint8 -> float is exact, as OpenCV's convertTo */              \
                 for (int c = 0; c < (CH); ++c)                                    \
                     xv[c] = (float)row[(size_t)xi * (CH) + c];                    \
-                *mask = fm_mog2_update_pixel(p, &io->rates, xv, (CH), 0,          \
-                                             m->weight + i, m->variance + i,      \
-                                             m->mean + i, m->stride,              \
-                                             m->mode_count + i, &changed,         \
-                                             FM_MOG2_MAX_MIXTURES);               \
+                mask[xi] = fm_mog2_update_pixel(p, &rates, xv, (CH), 0,           \
+                                                m->weight + i, m->variance + i,   \
+                                                m->mean + i, m->stride,           \
+                                                m->mode_count + i, &changed,      \
+                                                FM_MOG2_MAX_MIXTURES);            \
             }                                                                     \
         }                                                                         \
     }
