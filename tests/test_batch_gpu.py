@@ -258,6 +258,25 @@ def test_gpu_64_cameras(rng, stream, size):
     assert all(s.frame_count == rounds for s in subs)
 
 
+def test_gpu_cameras_beyond_one_launch_of_several_kinds(rng, stream):
+    # 70 cameras: two launches (64 per launch), every kind of frame in the
+    # same launch, and some with 7 modes (the 8-mode kernels) among 5-mode ones
+    kinds = [((20, 36), np.uint8), ((17, 29, 3), np.uint8), ((9, 40, 4), np.uint8),
+             ((23, 21, 3), np.float32), ((40, 8), np.float32)]
+    n = 70
+    shapes = [kinds[i % len(kinds)] for i in range(n)]
+    params = [{"n_mixtures": 7} if i % 3 == 0 else {} for i in range(n)]
+    subs = [fastmog.BackgroundSubtractorMOG2(**p) for p in params]
+    hosts = [fastmog.cpu.BackgroundSubtractorMOG2(**p) for p in params]
+    rates = [-1.0 if i % 4 else 0.05 for i in range(n)]
+    for r in range(6):
+        frames = [random_image(rng, shape, dtype) for shape, dtype in shapes]
+        got = download(fastmog.apply_cameras(subs, frames, rates, stream=stream), stream)
+        want = fastmog.cpu.apply_cameras(hosts, frames, rates)
+        for i in range(n):
+            assert np.array_equal(got[i], want[i]), f"round {r}, camera {i}"
+
+
 def assert_same_gpu_model(sub, twin, rng, stream, shape):
     """sub and twin (which never saw the refused calls) agree from here on."""
     assert sub.frame_count == twin.frame_count
