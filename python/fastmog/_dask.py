@@ -298,7 +298,7 @@ def _run_source(source, out_dir, slot, options):
         elif on_gpu:
             from .cli import _host_frames     # a reader's pinned ring, copied when too short
 
-            masks = fastmog.pipeline(sub, _host_frames(frames), streams=streams,
+            masks = fastmog.pipeline(sub, _host_frames(frames, 1), streams=streams,
                                      learning_rate=lr)
         else:
             masks = (sub.apply(f, lr) for f in frames)

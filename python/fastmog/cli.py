@@ -52,7 +52,7 @@ def run(args):
     timer = fastmog.Timer(sync=args.sync) if profiling else None
     if not on_gpu:
         print(f"fastmog: {why_host}: running the host reference (slower)", file=sys.stderr)
-    check_memory = _checks.memory_check(on_gpu, args.device, args.n_mixtures)
+    check_memory = _checks.memory_check(on_gpu, args.device, args.n_mixtures, args.batch)
     # upload, compute, download; NVDEC decodes onto the compute stream
     streams = [fastmog.Stream(device=args.device) for _ in range(3)] if on_gpu else []
     if found.kind == "scene":
@@ -181,9 +181,10 @@ def _process(args, sub, source, writer, truth, timer, streams):
 
 
 def _host_frames(source, batch):
-    """Host frames for the pipeline. A reader's pinned ring buffer is passed
-    as it is only when the ring outlasts the frames the pipeline keeps in
-    flight (it uploads pinned frames asynchronously); otherwise copied."""
+    """Host frames for a pipeline of `batch` frames per launch. A reader's
+    pinned ring buffer is passed as it is only when the ring outlasts the
+    frames the pipeline keeps in flight (it uploads pinned frames
+    asynchronously); otherwise copied."""
     depth = getattr(getattr(source, "reader", None), "depth", None)
     if getattr(source, "reader", None) is None or (depth is not None
                                                    and depth > PIPELINE_DEPTH * batch):
