@@ -137,8 +137,9 @@ fm_image_shape fm_mog2_background_shape(const fm_mog2_geometry *g);
 int fm_mog2_learning_rate_arg(PyObject *arg, double *rate);
 fm_mog2_params fm_mog2_settings_params(const fm_mog2_settings *s);
 
-/* The one layout of a model in one allocation, for both subtractors: the
- * arrays of mog2_params.h, each plane starting on a 256-byte boundary. */
+/* The GPU's model in one allocation: the planes of mog2_params.h, each
+ * starting on a 256-byte boundary. (The host keeps each pixel's modes
+ * together instead: fm_mog2_host_model in mog2_cpu.h.) */
 static inline size_t fm_mog2_plane_bytes(const fm_mog2_geometry *g)
 {
     size_t pixels = (size_t)g->width * (size_t)g->height;

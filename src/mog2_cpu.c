@@ -9,11 +9,11 @@
 
 #include <string.h>
 
-static int params_ok(const fm_mog2_params *p, const fm_mog2_model *m)
+static int params_ok(const fm_mog2_params *p, const fm_mog2_host_model *m)
 {
     return p != NULL && m != NULL && m->width > 0 && m->height > 0 && m->channels >= 1
            && m->channels <= FM_MOG2_MAX_CHANNELS && p->n_mixtures >= 1
-           && p->n_mixtures <= FM_MOG2_MAX_MIXTURES;
+           && p->n_mixtures <= FM_MOG2_MAX_MIXTURES && p->n_mixtures == m->n_mixtures;
 }
 
 /* One row through `count` frames, frame after frame: the row's modes (tens
@@ -21,10 +21,11 @@ static int params_ok(const fm_mog2_params *p, const fm_mog2_model *m)
  * is the same as for one frame. Channel count and value type are fixed at
  * compile time so the pixel loops unroll. */
 #define FM_DEFINE_ROW(NAME, CH, T)                                                \
-    static void NAME(const fm_mog2_params *p, const fm_mog2_model *m,            \
+    static void NAME(const fm_mog2_params *p, const fm_mog2_host_model *m,       \
                      const fm_mog2_frame_io *frames, int count, int y)           \
     {                                                                             \
         const size_t first = (size_t)y * (size_t)m->width;                        \
+        const int kmax = m->n_mixtures;                                           \
         float xv[CH];                                                             \
         unsigned changed = 0; /* only the kernel stores by it */                  \
         for (int f = 0; f < count; ++f) {                                         \
@@ -47,11 +48,10 @@ static int params_ok(const fm_mog2_params *p, const fm_mog2_model *m)
                 /* uint8 -> float is exact, as OpenCV's convertTo */              \
                 for (int c = 0; c < (CH); ++c)                                    \
                     xv[c] = (float)row[(size_t)xi * (CH) + c];                    \
-                mask[xi] = fm_mog2_update_pixel(p, &rates, xv, (CH), 0,           \
-                                                m->weight + i, m->variance + i,   \
-                                                m->mean + i, m->stride,           \
-                                                m->mode_count + i, &changed,      \
-                                                FM_MOG2_MAX_MIXTURES);            \
+                float *w = m->blocks + i * m->block;                              \
+                mask[xi] = fm_mog2_update_pixel(p, &rates, xv, (CH), 0, w, w + kmax, \
+                                                w + 2 * kmax, 1, m->mode_count + i, \
+                                                &changed, FM_MOG2_MAX_MIXTURES);  \
             }                                                                     \
         }                                                                         \
     }
@@ -63,10 +63,10 @@ FM_DEFINE_ROW(apply_row_1_f32, 1, float)
 FM_DEFINE_ROW(apply_row_3_f32, 3, float)
 FM_DEFINE_ROW(apply_row_4_f32, 4, float)
 
-typedef void (*apply_row_fn)(const fm_mog2_params *, const fm_mog2_model *,
+typedef void (*apply_row_fn)(const fm_mog2_params *, const fm_mog2_host_model *,
                              const fm_mog2_frame_io *, int, int);
 
-int fm_mog2_cpu_apply(const fm_mog2_params *p, const fm_mog2_model *m, int is_float,
+int fm_mog2_cpu_apply(const fm_mog2_params *p, const fm_mog2_host_model *m, int is_float,
                       const fm_mog2_frame_io *frames, int count)
 {
     static const apply_row_fn rows[2][4] = {
@@ -87,7 +87,7 @@ int fm_mog2_cpu_apply(const fm_mog2_params *p, const fm_mog2_model *m, int is_fl
     return FM_MOG2_OK;
 }
 
-int fm_mog2_cpu_background(const fm_mog2_params *p, const fm_mog2_model *m,
+int fm_mog2_cpu_background(const fm_mog2_params *p, const fm_mog2_host_model *m,
                            int out_is_float, void *out, size_t out_pitch)
 {
     float v[FM_MOG2_MAX_CHANNELS];
@@ -98,7 +98,8 @@ int fm_mog2_cpu_background(const fm_mog2_params *p, const fm_mog2_model *m,
         unsigned char *row = (unsigned char *)out + (size_t)y * out_pitch;
         for (int x = 0; x < m->width; ++x) {
             size_t i = (size_t)y * (size_t)m->width + (size_t)x;
-            fm_mog2_background_pixel(p, m->channels, m->weight + i, m->mean + i, m->stride,
+            const float *w = m->blocks + i * m->block;
+            fm_mog2_background_pixel(p, m->channels, w, w + 2 * m->n_mixtures, 1,
                                      m->mode_count[i], v);
             if (out_is_float) {
                 float *o = (float *)row + (size_t)x * m->channels;

@@ -11,6 +11,40 @@
 #define FM_MOG2_OK 0
 #define FM_MOG2_EINVAL (-1)
 
+/* The host's model: each pixel's modes in one block of (2 + C) * K floats
+ * (K weights, K variances, then the K * C means), blocks in pixel order,
+ * then the mode counts. A pixel's update touches one or two cache lines,
+ * where the GPU's planes (mog2_params.h, laid out for coalescing) would touch
+ * one per mode and quantity. */
+typedef struct fm_mog2_host_model {
+    float *blocks;
+    unsigned char *mode_count;
+    size_t block;               /* floats per pixel */
+    int width, height, channels, n_mixtures;
+} fm_mog2_host_model;
+
+static inline size_t fm_mog2_host_model_bytes(int width, int height, int channels,
+                                              int n_mixtures)
+{
+    size_t pixels = (size_t)width * (size_t)height;
+    return pixels * (size_t)(2 + channels) * (size_t)n_mixtures * sizeof(float) + pixels;
+}
+
+static inline fm_mog2_host_model fm_mog2_host_model_at(void *base, int width, int height,
+                                                       int channels, int n_mixtures)
+{
+    fm_mog2_host_model m;
+    size_t pixels = (size_t)width * (size_t)height;
+    m.block = (size_t)(2 + channels) * (size_t)n_mixtures;
+    m.blocks = (float *)base;
+    m.mode_count = (unsigned char *)base + pixels * m.block * sizeof(float);
+    m.width = width;
+    m.height = height;
+    m.channels = channels;
+    m.n_mixtures = n_mixtures;
+    return m;
+}
+
 /*
  * Updates the model with `count` consecutive frames (fm_mog2_frame_io, in
  * mog2_params.h: uint8 or float32 values, model->channels per pixel; an
@@ -19,14 +53,14 @@
  * calls would, in one pass over the model.
  * Returns FM_MOG2_OK or FM_MOG2_EINVAL (bad sizes or parameters).
  */
-int fm_mog2_cpu_apply(const fm_mog2_params *p, const fm_mog2_model *model, int is_float,
+int fm_mog2_cpu_apply(const fm_mog2_params *p, const fm_mog2_host_model *model, int is_float,
                       const fm_mog2_frame_io *frames, int count);
 
 /*
  * Background image (OpenCV's getBackgroundImage): uint8 with saturate_cast
  * (out_is_float == 0) or float32, rows out_pitch bytes apart.
  */
-int fm_mog2_cpu_background(const fm_mog2_params *p, const fm_mog2_model *model,
+int fm_mog2_cpu_background(const fm_mog2_params *p, const fm_mog2_host_model *model,
                            int out_is_float, void *out, size_t out_pitch);
 
 #endif

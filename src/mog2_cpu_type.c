@@ -6,7 +6,7 @@
 
 typedef struct fm_MOG2Cpu {
     fm_MOG2Base base;
-    void *model;                    /* the layout of fm_mog2_model_at; owned, PyMem_Raw */
+    void *model;                    /* the layout of fm_mog2_host_model_at; owned, PyMem_Raw */
 } fm_MOG2Cpu;
 
 static void release_model(fm_MOG2Base *base)
@@ -29,11 +29,17 @@ static PyObject *MOG2Cpu_new(PyTypeObject *type, PyObject *args, PyObject *kwarg
     return (PyObject *)self;
 }
 
+static fm_mog2_host_model host_model(fm_MOG2Cpu *self, const fm_mog2_geometry *g)
+{
+    return fm_mog2_host_model_at(self->model, g->width, g->height, g->channels, g->n_mixtures);
+}
+
 /* A new zeroed model for `g`; the subtractor then holds a fresh model that
  * has seen nothing (consistent even if the call fails later). */
 static int rebuild_model(fm_MOG2Cpu *self, const fm_mog2_geometry *g)
 {
-    void *model = PyMem_RawCalloc(1, fm_mog2_model_bytes(g));
+    void *model = PyMem_RawCalloc(1, fm_mog2_host_model_bytes(g->width, g->height, g->channels,
+                                                               g->n_mixtures));
     if (model == NULL) {
         PyErr_Format(PyExc_MemoryError, "cannot allocate a %dx%dx%d MOG2 model", g->height,
                      g->width, g->channels);
@@ -118,7 +124,7 @@ static int run_frames(fm_MOG2Cpu *self, const fm_mog2_step *steps, fm_mog2_frame
         io[k].rates = steps[k].rates;
         io[k].restart = steps[k].restart;
     }
-    fm_mog2_model model = fm_mog2_model_at(self->model, &steps[0].geometry);
+    fm_mog2_host_model model = host_model(self, &steps[0].geometry);
     int rc;
     Py_BEGIN_ALLOW_THREADS
     rc = fm_mog2_cpu_apply(&steps[0].params, &model, steps[0].geometry.is_float, io, count);
@@ -377,7 +383,7 @@ static PyObject *MOG2Cpu_get_background_image(PyObject *op, PyObject *args, PyOb
         }
     }
     fm_mog2_params params = fm_mog2_settings_params(&self->base.settings);
-    fm_mog2_model model = fm_mog2_model_at(self->model, &g);
+    fm_mog2_host_model model = host_model(self, &g);
     (void)fm_mog2_cpu_background(&params, &model, g.is_float, img.data, img.pitch);
 done:
     fm_mog2_unlock(&self->base);
@@ -399,23 +405,31 @@ static PyObject *MOG2Cpu_mode_counts(PyObject *op, PyObject *Py_UNUSED(ignored))
         PyErr_SetString(PyExc_ValueError, "there is no model yet: call apply() first");
     }
     else {
-        fm_mog2_model model = fm_mog2_model_at(self->model, &self->base.geometry);
+        fm_mog2_host_model model = host_model(self, &self->base.geometry);
         npy_intp dims[2] = {model.height, model.width};
         if ((counts = PyArray_SimpleNew(2, dims, NPY_UINT8)) != NULL)
-            memcpy(PyArray_DATA((PyArrayObject *)counts), model.mode_count, model.stride);
+            memcpy(PyArray_DATA((PyArrayObject *)counts), model.mode_count,
+                   (size_t)model.width * (size_t)model.height);
     }
     fm_mog2_unlock(&self->base);
     return counts;
 }
 
 /* _state(): the model's arrays as numpy copies, for the benchmark's floor
- * (modes visited per pixel) and for tests; private, so the layout may change. */
-static PyObject *model_array(const void *src, int nd, const npy_intp *dims, int type_num)
+ * (modes visited per pixel) and for tests; private, so the layout may change.
+ * One quantity (the `count` floats at `offset` of every pixel's block) as
+ * planes: value j of pixel i goes to [j * pixels + i]. */
+static PyObject *model_planes(const fm_mog2_host_model *m, size_t offset, size_t count, int nd,
+                              const npy_intp *dims)
 {
-    PyObject *array = PyArray_SimpleNew(nd, (npy_intp *)dims, type_num);
-    if (array != NULL)
-        memcpy(PyArray_DATA((PyArrayObject *)array), src,
-               (size_t)PyArray_NBYTES((PyArrayObject *)array));
+    PyObject *array = PyArray_SimpleNew(nd, (npy_intp *)dims, NPY_FLOAT32);
+    if (array == NULL)
+        return NULL;
+    float *out = PyArray_DATA((PyArrayObject *)array);
+    size_t pixels = (size_t)m->width * (size_t)m->height;
+    for (size_t i = 0; i < pixels; ++i)
+        for (size_t j = 0; j < count; ++j)
+            out[j * pixels + i] = m->blocks[i * m->block + offset + j];
     return array;
 }
 
@@ -436,27 +450,29 @@ static PyObject *MOG2Cpu_state(PyObject *op, PyObject *Py_UNUSED(ignored))
         goto error;
     }
     const fm_mog2_geometry g = self->base.geometry;
-    fm_mog2_model model = fm_mog2_model_at(self->model, &g);
+    fm_mog2_host_model model = host_model(self, &g);
     const npy_intp modes = g.n_mixtures, h = g.height, w = g.width;
+    const size_t k = (size_t)g.n_mixtures;
     const npy_intp planes[3] = {modes, h, w};
     const npy_intp means[4] = {modes, g.channels, h, w};
     if ((state = PyDict_New()) == NULL)
         goto error;
-    if ((item = model_array(model.weight, 3, planes, NPY_FLOAT32)) == NULL
+    if ((item = model_planes(&model, 0, k, 3, planes)) == NULL
         || PyDict_SetItemString(state, "weight", item) < 0)
         goto error;
     Py_CLEAR(item);
-    if ((item = model_array(model.variance, 3, planes, NPY_FLOAT32)) == NULL
+    if ((item = model_planes(&model, k, k, 3, planes)) == NULL
         || PyDict_SetItemString(state, "variance", item) < 0)
         goto error;
     Py_CLEAR(item);
-    if ((item = model_array(model.mean, 4, means, NPY_FLOAT32)) == NULL
+    if ((item = model_planes(&model, 2 * k, k * (size_t)g.channels, 4, means)) == NULL
         || PyDict_SetItemString(state, "mean", item) < 0)
         goto error;
     Py_CLEAR(item);
-    if ((item = model_array(model.mode_count, 2, planes + 1, NPY_UINT8)) == NULL
+    if ((item = PyArray_SimpleNew(2, (npy_intp *)(planes + 1), NPY_UINT8)) == NULL
         || PyDict_SetItemString(state, "mode_count", item) < 0)
         goto error;
+    memcpy(PyArray_DATA((PyArrayObject *)item), model.mode_count, (size_t)(h * w));
     Py_CLEAR(item);
     fm_mog2_unlock(&self->base);
     return state;
