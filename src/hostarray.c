@@ -1,6 +1,7 @@
 /* Host arrays as images: the one dtype table, the one shape check and the one
  * host-image check every operation uses. */
 #include "fastmog.h"
+#include <omp.h>
 
 static const fm_dtype dtypes[] = {
     {NPY_UINT8, "uint8", 1, 'u', 1},
@@ -222,34 +223,42 @@ int fm_host_image_pinned(const fm_host_image *img)
     return fm_is_pinned_range(img->data, last);
 }
 
-/* Large copies are split over threads: one core's memcpy (about 8 GB/s) is
- * far below what the memory and PCIe can take, and a pageable frame's copy
- * into pinned memory sits on the critical path of every upload. */
-#define FM_PACK_CHUNK ((size_t)1 << 20)
+/* Large copies are split over every thread: one core's memcpy (about 8 GB/s)
+ * is far below what the memory and PCIe can take, and a pageable frame's copy
+ * into pinned memory sits on the critical path of every upload. Pieces are
+ * at least FM_PACK_CHUNK, so small images stay on one thread. */
+#define FM_PACK_CHUNK ((size_t)1 << 18)
 
 static void pack_rows(const fm_host_image *img, char *dst)
 {
     size_t row = fm_image_row_bytes(&img->shape);
+    size_t total = row * (size_t)img->shape.height;
+    long pieces = (long)(total / FM_PACK_CHUNK);
+    if (pieces > omp_get_max_threads())
+        pieces = omp_get_max_threads();
+    if (pieces < 1)
+        pieces = 1;
     const char *src = img->data;
     if (img->pitch == row) {
-        size_t total = row * (size_t)img->shape.height;
-        long chunks = (long)((total + FM_PACK_CHUNK - 1) / FM_PACK_CHUNK);
-#pragma omp parallel for schedule(static) if (chunks > 1)
-        for (long i = 0; i < chunks; i++) {
-            size_t at = (size_t)i * FM_PACK_CHUNK;
-            memcpy(dst + at, src + at, total - at < FM_PACK_CHUNK ? total - at : FM_PACK_CHUNK);
+        /* Piece boundaries on 4 KiB pages: no two threads write one page. */
+        size_t piece = ((total / (size_t)pieces) + 4095) & ~(size_t)4095;
+#pragma omp parallel for schedule(static) num_threads(pieces) if (pieces > 1)
+        for (long i = 0; i < pieces; i++) {
+            size_t at = (size_t)i * piece;
+            if (at < total)
+                memcpy(dst + at, src + at, total - at < piece ? total - at : piece);
         }
         return;
     }
     long rows = img->shape.height;
-#pragma omp parallel for schedule(static) if (row * (size_t)rows > FM_PACK_CHUNK)
+#pragma omp parallel for schedule(static) num_threads(pieces) if (pieces > 1)
     for (long y = 0; y < rows; y++)
         memcpy(dst + (size_t)y * row, src + (size_t)y * img->pitch, row);
 }
 
 void fm_host_image_pack(const fm_host_image *img, void *dst)
 {
-    if (fm_image_row_bytes(&img->shape) * (size_t)img->shape.height < FM_PACK_CHUNK) {
+    if (fm_image_row_bytes(&img->shape) * (size_t)img->shape.height < 2 * FM_PACK_CHUNK) {
         pack_rows(img, dst);
         return;
     }
