@@ -128,6 +128,39 @@ def encode(path, frames, codec, container):
     return len(frames), w, h
 
 
+def loop_clip(src, dst, times):
+    """Writes `src` played `times` times over into the Matroska file `dst`
+    without re-encoding (packets copied, timestamps shifted): a long clip
+    with an IDR picture where each repetition starts, made on the machine
+    that measures instead of carried there. Returns the frame count."""
+    import av
+
+    with av.open(str(src)) as inp, av.open(str(dst), "w", format="matroska") as out:
+        ins = inp.streams.video[0]
+        add = getattr(out, "add_stream_from_template", None)
+        outs = add(ins) if add is not None else out.add_stream(template=ins)
+        packets = [p for p in inp.demux(ins) if p.size]
+        first = min(p.pts for p in packets)
+        span = max(p.pts + (p.duration or 0) for p in packets) - first
+        if span <= 0:
+            raise ValueError(f"{src}: its packets carry no usable timestamps")
+        # Matroska stores no decode times: the first packets come back without
+        # one. Decode order is presentation order delayed by the reorder depth,
+        # which the first packet that has a decode time tells.
+        order = sorted(p.pts for p in packets)
+        known = next(((i, p.dts) for i, p in enumerate(packets) if p.dts is not None), (0, 0))
+        delay = order[known[0]] - known[1]
+        for k in range(times):
+            for i, p in enumerate(packets):
+                q = av.Packet(bytes(p))
+                q.pts = p.pts + k * span
+                q.dts = order[i] - delay + k * span
+                q.duration, q.time_base, q.stream = p.duration, p.time_base, outs
+                q.is_keyframe = p.is_keyframe
+                out.mux(q)
+    return len(packets) * times
+
+
 def damage(src, dst, kind):
     data = bytearray(src.read_bytes())
     if kind == "truncated":

@@ -6,9 +6,10 @@ parallel (several cameras), with ratios and issue 11's targets.
     python benchmarks/video.py [--clips DIR] [--write benchmarks/VIDEO.md]
 
 The clips come from `python benchmarks/make_clips.py` (.testdata/clips, or
-$FASTMOG_CLIPS). They are short (24 frames), so every measurement loops over
-the clip with a new reader per pass until it has run `--seconds` of steady
-time. Opening a reader (and, for NVDEC, the first frame it decodes while
+$FASTMOG_CLIPS). They are short (24 frames, one GOP), so each is played
+`--loop` times over into a temporary file (remuxed, not re-encoded: one GOP
+per repetition), and every measurement loops over that with a new reader per
+pass until it has run `--seconds` of steady time. Opening a reader (and, for NVDEC, the first frame it decodes while
 opening) is timed apart: "frames/s" is the steady rate of a long video, "with
 re-open" the rate of this loop. Rows that cannot run here (no GPU, no
 PyNvVideoCodec) are named with the reason; the host-only rows still run.
@@ -21,6 +22,7 @@ import json
 import os
 import pathlib
 import sys
+import tempfile
 import threading
 import time
 import traceback
@@ -31,7 +33,7 @@ import fastmog
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 DEFAULT_CLIPS = ("traffic4k_h264.mp4", "traffic4k_hevc.mkv")
-GROUPS = ("nvdec", "raw", "bgr", "host", "opencv", "parallel")
+GROUPS = ("nvdec", "raw", "bgr", "host", "opencv", "parallel", "sessions")
 TARGET_CEILING, TARGET_HOST = 0.9, 5.0       # issue 11: NVDEC->fastmog vs decode alone, vs host
 
 
@@ -414,6 +416,7 @@ class Row:
     util: float | None = None
     target: bool = False
     note: str = ""
+    sessions: int = 1            # NVDEC sessions over the one file: its ceiling has as many
 
 
 def fmt_ratio(a, b):
@@ -432,8 +435,8 @@ class Table:
     def cells(self):
         ceilings, hosts = {}, {}
         for r in self.rows:
-            if r.key == "nvdec_reader" and r.fps:
-                ceilings[r.clip] = r.fps
+            if r.key.startswith("nvdec_reader") and r.fps:
+                ceilings[(r.clip, r.sessions)] = r.fps
             if r.key.startswith("host_fastmog") and r.fps:
                 hosts[(r.clip, r.colour)] = r.fps
         out = []
@@ -441,7 +444,7 @@ class Table:
             if r.fps is None:
                 out.append((r.clip, r.label, "", "", "", "", "", "", "", r.note))
                 continue
-            ceiling, host = ceilings.get(r.clip), hosts.get((r.clip, r.colour))
+            ceiling, host = ceilings.get((r.clip, r.sessions)), hosts.get((r.clip, r.colour))
             targets = ""
             if r.target:
                 checks = []
@@ -503,10 +506,10 @@ class Bench:
     def __init__(self, args, table, nvc, nvml, cv2):
         self.args, self.t, self.nvc, self.nvml, self.cv2 = args, table, nvc, nvml, cv2
 
-    def row(self, clip, key, label, colour, fn, *, target=False, nvdec=False):
+    def row(self, clip, key, label, colour, fn, *, target=False, nvdec=False, sessions=1):
         """Runs one measurement; a failure becomes the row's note (and a
         traceback on stderr), so the other rows still run."""
-        row = Row(clip, key, label, colour, target=target)
+        row = Row(clip, key, label, colour, target=target, sessions=sessions)
         try:
             with DecoderLoad(self.nvml if nvdec else None) as load:
                 result = fn()
@@ -522,6 +525,31 @@ class Bench:
             print(f"  {clip:22} {label:58} {row.note}", file=sys.stderr, flush=True)
         self.t.rows.append(row)
         return row
+
+    def sessions(self, name, path, stream, colours, timing, h, w):
+        for k in self.args.sessions:
+            def alone(k=k):
+                return run_feed(lambda **kw: Feed(path, stream=stream, decode="nvdec", grey=True,
+                                                  sessions=k, **kw),
+                                consume_nothing(stream), **timing)
+            self.row(name, f"nvdec_reader_s{k}",
+                     f"NVDEC decode alone, {k} sessions (VideoReader, ceiling)", "grey", alone,
+                     nvdec=True, sessions=k)
+            last = k == max(self.args.sessions)
+            for colour in colours if last else ["grey"]:
+                for to_host in (False, True) if last else (False,):
+                    def one(k=k, is_bgr=colour == "bgr", to_host=to_host):
+                        sub = fastmog.BackgroundSubtractorMOG2()
+                        consume = consume_nvdec(sub, stream, colour=is_bgr, to_host=to_host,
+                                                height=h, width=w)
+                        return run_feed(lambda **kw: Feed(path, stream=stream, decode="nvdec",
+                                                          grey=not is_bgr, sessions=k, **kw),
+                                        consume, **timing)
+                    via = " -> nv12_to_bgr" if colour == "bgr" else " (luma)"
+                    where = "host masks (pinned ring)" if to_host else "masks on GPU"
+                    self.row(name, f"nvdec_fastmog_{colour}_{'host' if to_host else 'gpu'}_s{k}",
+                             f"NVDEC{via}, {k} sessions -> fastmog {colour}, {where}", colour,
+                             one, target=True, nvdec=True, sessions=k)
 
     def skip(self, clip, label, why):
         self.t.rows.append(Row(clip, "skipped", label, "grey", note=f"not run: {why}"))
@@ -568,6 +596,10 @@ class Bench:
                         self.row(name, f"nvdec_fastmog_{colour}_{'host' if to_host else 'gpu'}",
                                  f"NVDEC{via} -> fastmog {colour}, {where}", colour, one,
                                  target=True, nvdec=True)
+
+            # 2b. several NVDEC sessions over the one file, a closed GOP each
+            if "sessions" in groups:
+                self.sessions(name, path, stream, colours, timing, h, w)
             stream.close()
 
         # 4. host decode (OpenCV/FFmpeg into a pinned ring) alone, and into fastmog.pipeline
@@ -643,6 +675,13 @@ def parse_args(argv=None):
     p.add_argument("--parallel", type=lambda s: sorted({int(x) for x in s.split(",") if x}),
                    default=[1, 2, 4, 7],
                    help="decoders run in parallel, comma-separated (default: 1,2,4,7)")
+    p.add_argument("--sessions", type=lambda s: sorted({int(x) for x in s.split(",") if x}),
+                   default=[2, 4, 7],
+                   help="NVDEC sessions over one file, comma-separated (default: 2,4,7)")
+    p.add_argument("--loop", type=int, default=10,
+                   help="measure each clip played this many times over, remuxed without "
+                        "re-encoding into a temporary file (an IDR picture where each "
+                        "repetition starts); 1: the clip itself (default: %(default)s)")
     p.add_argument("--groups", type=lambda s: set(x for x in s.split(",") if x),
                    default=set(GROUPS),
                    help=f"rows to run, comma-separated, from {','.join(GROUPS)} (default: all)")
@@ -651,6 +690,8 @@ def parse_args(argv=None):
     args = p.parse_args(argv)
     if args.seconds <= 0 or args.warmup < 1 or args.cpu_frames < 1:
         p.error("--seconds, --warmup and --cpu-frames must be positive")
+    if not args.sessions or min(args.sessions) < 1 or args.loop < 1:
+        p.error("--sessions takes positive counts, e.g. 2,4,7; --loop a positive count")
     if not args.parallel or min(args.parallel) < 1:
         p.error("--parallel takes positive counts, e.g. 1,2,4,7")
     if args.groups - set(GROUPS):
@@ -677,6 +718,25 @@ def load_clips(args):
                      f"{', '.join(manifest)})")
         clips.append((name, args.clips / name, manifest[name]))
     return clips
+
+
+def looped(clips, times, folder):
+    """Each clip played `times` times over (make_clips.loop_clip), or the
+    clips themselves with the reason when PyAV is missing."""
+    if times == 1:
+        return clips, None
+    try:
+        import av  # noqa: F401
+    except ImportError:
+        return clips, "clips not looped: PyAV is missing (pip install av)"
+    sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+    from make_clips import loop_clip
+    out = []
+    for name, path, info in clips:
+        looped_name = f"{pathlib.Path(name).stem}_x{times}.mkv"
+        frames = loop_clip(path, folder / looped_name, times)
+        out.append((looped_name, folder / looped_name, dict(info, frames=frames)))
+    return out, None
 
 
 def header_line(nvc, nvml, engines, cv2):
@@ -708,8 +768,8 @@ NOTES = """\
   opening readers (and the frame NVDEC decodes while opening) is left out.
   "with re-open" is the rate of the loop itself, with the mean time to open
   one reader. OpenCV's CPU MOG2 rows stop after {cpu_frames} frames.
-- vs NVDEC decode: against "NVDEC decode alone (VideoReader)" on the same
-  clip; vs host decode: against "host decode -> fastmog" of the same colour
+- vs NVDEC decode: against "NVDEC decode alone (VideoReader)" with as many
+  NVDEC sessions on the same clip; vs host decode: against "host decode -> fastmog" of the same colour
   (grey for rows without colour). Targets (issue 11): NVDEC -> fastmog at
   >= {tc}x NVDEC decode alone and >= {th:g}x the host-decode path.
 - NVDEC rows wait for their stream at the end of every pass (inside the
@@ -718,6 +778,9 @@ NOTES = """\
   buffer is reused after its download finished. Host-decode rows do not
   wait at a pass's end: the pipeline's last few frames (well under 1 ms of
   GPU work) may overlap the next opening, which favours the host path.
+- Session rows: one VideoReader(sessions=N) over the one file: N NVDEC
+  sessions decode a closed GOP each at once, and the frames come out in
+  order into one subtractor (one session runs on one NVDEC engine).
 - Parallel rows: each decoder runs in its own thread with its own stream,
   reader and subtractor over the same clip; frames/s is the sum of the
   decoders' steady rates, "with re-open" all frames over the common wall
@@ -727,7 +790,8 @@ NOTES = """\
 
 def main(argv=None):
     args = parse_args(argv)
-    clips = load_clips(args)
+    folder = tempfile.TemporaryDirectory(prefix="fastmog-video-")
+    clips, loop_why = looped(load_clips(args), args.loop, pathlib.Path(folder.name))
     try:
         import cv2
     except ImportError:
@@ -744,6 +808,11 @@ def main(argv=None):
             engines.setdefault(info["codec"], decoder_engines(nvc, path, 0))
     header = header_line(nvc, nvml, engines, cv2)
     skipped = "".join(f"\n\nNot run: {why}" for why in dict.fromkeys((gpu_why, nvdec_why)) if why)
+    if args.loop > 1 and not loop_why:
+        skipped += (f"\n\nClips: each CDnet 4K clip of make_clips.py played {args.loop} times "
+                    f"over (remuxed, not re-encoded), so a pass is {args.loop} GOPs long")
+    elif loop_why:
+        skipped += f"\n\n{loop_why}"
     print(header + skipped.replace("\n\n", "\n"), flush=True)
     table = Table()
     bench = Bench(args, table, nvc, nvml, cv2)

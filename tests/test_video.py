@@ -148,6 +148,14 @@ def test_bad_arguments(clips, tmp_path):
         fastmog.VideoReader(clip, timer="t")
     with pytest.raises(FileNotFoundError):
         fastmog.VideoReader(tmp_path / "missing.mp4")
+    for bad in (0, -1, 1.5, True):
+        with pytest.raises(ValueError, match="sessions"):
+            fastmog.VideoReader(clip, sessions=bad)
+    if hasattr(os, "mkfifo"):
+        fifo = tmp_path / "fifo"
+        os.mkfifo(fifo)
+        with pytest.raises(ValueError, match="sessions=2 needs a video file"):
+            fastmog.VideoReader(fifo, sessions=2)
     junk = tmp_path / "junk.mp4"
     junk.write_bytes(b"not a video" * 100)
     with pytest.raises(fastmog.DecodeError, match="cannot read video"):
@@ -383,6 +391,96 @@ def test_nvdec_refuses_a_size_it_cannot_decode(clips, nvdec):
     reader = fastmog.VideoReader(path, stream=nvdec)
     assert reader.backend == "cpu" and "4160x64" in reader.fallback_reason
     assert sum(1 for _ in reader) == 3
+
+
+# ---- several NVDEC sessions over one file ----------------------------------------------
+
+
+def _sessions_used(reader):
+    d = reader._decoder
+    return len(d.gops), sum(1 for w in d.workers if w.slots)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("name,sessions", [("vtest_h264.mp4", 3), ("vtest_h264.mkv", 2),
+                                           ("vtest_hevc.mkv", 3), ("traffic4k_h264.mp4", 2)])
+def test_nvdec_sessions_give_ffmpegs_frames_in_order_and_the_same_masks(clips, nvdec, name,
+                                                                          sessions):
+    """GOPs decoded by several sessions at once come out in order, each frame
+    equal to FFmpeg's, and MOG2 on them (no host copy) equals the host
+    reference. The H.264 clips have an IDR every 30 frames, so several
+    sessions really decode; x265 cuts open GOPs at CRA pictures, which must
+    not be cut: that clip decodes as one GOP."""
+    stream, info = nvdec, manifest(clips)[name]
+    gpu = fastmog.BackgroundSubtractorMOG2()
+    host = fastmog.cpu.BackgroundSubtractorMOG2()
+    with fastmog.VideoReader(clips / name, stream=stream, decode="nvdec", grey=True,
+                             sessions=sessions) as reader:
+        assert reader.backend == "nvdec"
+        n = 0
+        for frame in reader:
+            assert frame.on_device and frame.index == n
+            image = frame.as_input(stream)
+            assert isinstance(image, fastmog.GpuMat)
+            mask = gpu.apply(image, stream=stream).download(stream=stream)
+            y, _ = host_planes(frame, stream, info)
+            bad = np.count_nonzero(mask != host.apply(y))
+            assert bad == 0, f"frame {frame.index}: {bad} mask pixels differ"
+            n += 1
+        gops, busy = _sessions_used(reader)
+    assert n == info["frames"]
+    if name.startswith("vtest_h264"):
+        assert gops >= 4 and busy == sessions, (gops, busy)
+    if name.startswith("vtest_hevc"):
+        assert gops == 1 and busy == 1, (gops, busy)
+
+
+@pytest.mark.gpu
+def test_nvdec_sessions_colour_frames_equal_one_session(clips, nvdec):
+    stream, name = nvdec, "vtest_h264.mkv"
+    if not hasattr(fastmog._fastmog, "nv12_to_bgr"):
+        pytest.skip("this build has no fastmog.nv12_to_bgr yet")
+    outs = []
+    for sessions in (1, 4):
+        sub, masks = fastmog.BackgroundSubtractorMOG2(), []
+        with fastmog.VideoReader(clips / name, stream=stream, decode="nvdec",
+                                 sessions=sessions) as reader:
+            for frame in reader:
+                masks.append(sub.apply(frame.as_input(stream), stream=stream)
+                             .download(stream=stream))
+        outs.append(masks)
+    assert len(outs[0]) == len(outs[1]) == 120
+    for k, (a, b) in enumerate(zip(*outs)):
+        assert np.array_equal(a, b), f"frame {k}"
+    assert any(m.any() for m in outs[1])
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("name", DAMAGED)
+def test_nvdec_sessions_broken_stream_stops_with_the_index(clips, nvdec, name):
+    _read_until_broken(fastmog.VideoReader(clips / name, stream=nvdec, decode="nvdec",
+                                           grey=True, sessions=3), clips, name)
+
+
+@pytest.mark.gpu
+def test_nvdec_sessions_close_early_stops_every_thread(clips, nvdec):
+    before = {t.name for t in threading.enumerate()}
+    with fastmog.VideoReader(clips / "vtest_h264.mp4", stream=nvdec, decode="nvdec",
+                             sessions=4) as reader:
+        for frame in reader:
+            if frame.index == 40:
+                break
+    left = {t.name for t in threading.enumerate()} - before
+    assert not any(n.startswith("fastmog") for n in left), left
+    # dropped without close(): the finalizer stops the threads
+    reader = fastmog.VideoReader(clips / "vtest_h264.mp4", stream=nvdec, decode="nvdec",
+                                 sessions=2)
+    next(reader)
+    del reader
+    import gc
+    gc.collect()
+    left = {t.name for t in threading.enumerate()} - before
+    assert not any(n.startswith("fastmog") for n in left), left
 
 
 def test_a_file_name_that_is_not_utf8_is_read(clips, tmp_path):

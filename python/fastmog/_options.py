@@ -163,6 +163,10 @@ def build_parser():
     p.add_argument("--decode", choices=("auto", "nvdec", "cpu"), default="auto",
                    help="video decoder: nvdec (on the GPU), cpu, or auto: NVDEC when it can "
                         "decode the video, else the CPU, saying why (default: auto)")
+    p.add_argument("--nvdec-sessions", type=_count, default=1, metavar="N",
+                   help="NVDEC sessions decoding one video file at once, a closed GOP each "
+                        "(one session uses one NVDEC engine); frames stay in order, and each "
+                        "session holds up to a GOP of frames in GPU memory (default: 1)")
     p.add_argument("--batch", type=_count, default=8, metavar="K",
                    help="frames per MOG2 launch for host-decoded input on the GPU: the model "
                         "is read and written once per K frames, the masks are the same; "

@@ -279,7 +279,8 @@ def _open_with_reader(reader_type, found, args, *, on_gpu, stream, timer, check_
     try:
         # NVDEC queues its output on the stream MOG2 runs on
         reader = reader_type(path, stream=stream if on_gpu else None, decode=decode,
-                             grey=args.grey, timer=timer)
+                             grey=args.grey, timer=timer,
+                             sessions=args.nvdec_sessions if decode != "cpu" else 1)
     except (ValueError, TypeError, fastmog.CudaError) as e:
         # DecodeError is a ValueError: unreadable file, codec or size NVDEC lacks
         raise UserError(f"cannot read video {shown(path)}: {e}") from None
@@ -331,6 +332,8 @@ def _open_with_reader(reader_type, found, args, *, on_gpu, stream, timer, check_
                     fps=args.fps or timeline_fps or DEFAULT_FPS, on_device=on_device)
     source.reader = reader
     source.decoder_line = "decoding with NVDEC" if on_device else "decoding on the CPU"
+    if on_device and args.nvdec_sessions > 1:
+        source.decoder_line += f" ({args.nvdec_sessions} sessions, a closed GOP each)"
     if args.decode == "auto" and not on_gpu:
         source.decoder_line += " (the host reference runs here)"
     elif args.decode == "auto" and reader.fallback_reason:

@@ -12,6 +12,7 @@ import dataclasses
 import os
 import threading
 import time
+import weakref
 
 import numpy as np
 
@@ -224,7 +225,7 @@ class _NvdecDecoder:
 
     name = "nvdec"
 
-    def __init__(self, source, stream, device, open_timeout):
+    def __init__(self, source, stream, device, open_timeout, decoder=True):
         nvc = self.nvc = _import_nvc()
         self.source = source
         try:
@@ -258,16 +259,22 @@ class _NvdecDecoder:
                               f"sizes from {caps.get('width_min')}x{caps.get('height_min')} to "
                               f"{caps.get('width_max')}x{caps.get('height_max')}")
         self.engines = caps.get("num_decoder_engines")
-        try:
-            self.decoder = nvc.CreateDecoder(gpuid=device, codec=dmx.GetNvCodecId(),
-                                             cudacontext=0, cudastream=stream.handle,
-                                             usedevicememory=True)
-        except Exception as e:
-            raise DecodeError(f"NVDEC cannot decode {what}: {e}") from None
+        self.device = device
+        self.decoder = self.new_decoder(stream) if decoder else None
         tb_num = getattr(dmx, "GetTimebaseNum", lambda: 0)()
         tb_den = getattr(dmx, "GetTimebaseDen", lambda: 0)()
         self.time_base = tb_num / tb_den if tb_num and tb_den else None
         self.declared = _declared_frames(source)
+
+    def new_decoder(self, stream):
+        """A decoder session for this video whose output copies go on `stream`."""
+        try:
+            return self.nvc.CreateDecoder(gpuid=self.device, codec=self.demuxer.GetNvCodecId(),
+                                          cudacontext=0, cudastream=stream.handle,
+                                          usedevicememory=True)
+        except Exception as e:
+            raise DecodeError(f"NVDEC cannot decode {self.codec} {self.width}x{self.height}: "
+                              f"{e}") from None
 
     def _decode(self, packet, index):
         try:
@@ -321,9 +328,14 @@ class _NvdecDecoder:
         self.demuxer = None
 
 
+def _close_quietly(frames, decoder):
+    frames.close()
+    decoder.close()
+
+
 class VideoReader:
     """VideoReader(source, *, stream=None, decode="auto", device=None, grey=False,
-    depth=4, open_timeout=None, timer=None): iterate for the frames of a video
+    depth=4, sessions=1, open_timeout=None, timer=None): iterate for the frames of a video
     file or stream URL, in order, as VideoFrame records.
 
     decode: "nvdec" decodes on the GPU with PyNvVideoCodec (DecodeError naming
@@ -338,6 +350,12 @@ class VideoReader:
     grey: frames are given as grey (NVDEC: the luma plane, which is the
     video's Y; host: OpenCV's BGR-to-grey). `frame.as_input(stream)` is what
     `BackgroundSubtractorMOG2.apply` takes.
+
+    sessions: NVDEC sessions decoding one video file at once, a closed GOP
+    each (an NVDEC session runs on one engine; a GPU has up to 7). Frames still
+    come in order; each session holds a GOP's frames, so memory grows with
+    sessions x GOP length (4K: 12.4 MB a frame). Open-GOP streams (HEVC CRA)
+    are not cut and decode in one session.
 
     Lifetimes: an NVDEC frame's planes are valid until the next frame is
     taken. A host frame lives in a ring of `depth` pinned buffers and is
@@ -359,11 +377,13 @@ class VideoReader:
     """
 
     def __init__(self, source, *, stream=None, decode="auto", device=None, grey=False, depth=4,
-                 open_timeout=None, timer=None):
+                 sessions=1, open_timeout=None, timer=None):
         if decode not in ("auto", "nvdec", "cpu"):
             raise ValueError(f"decode must be 'auto', 'nvdec' or 'cpu', not {decode!r}")
         if not isinstance(depth, int) or depth < 1:
             raise ValueError(f"depth must be a positive int, not {depth!r}")
+        if not isinstance(sessions, int) or isinstance(sessions, bool) or sessions < 1:
+            raise ValueError(f"sessions must be a positive int, not {sessions!r}")
         if stream is not None and not isinstance(stream, _fastmog.Stream):
             raise TypeError(f"stream must be a fastmog.Stream, not {type(stream).__name__}")
         if timer is not None and not isinstance(timer, _fastmog._Timer):
@@ -371,13 +391,16 @@ class VideoReader:
         source = os.fspath(source)
         if "://" not in source and not os.path.exists(source):
             raise FileNotFoundError(f"no such video file: {source}")
+        if sessions > 1 and not os.path.isfile(source):
+            raise ValueError(f"sessions={sessions} needs a video file (a stream is read once, "
+                             f"in order): {source}")
         self.source, self.grey, self.depth, self.timer = source, bool(grey), depth, timer
         self.stream = stream                 # kept alive: NVDEC queues work on it
         self.fallback_reason = None
         self._decoder, self._pending = None, None
         if decode != "cpu":
             try:
-                self._open_nvdec(stream, device, open_timeout)
+                self._open_nvdec(stream, device, open_timeout, sessions)
             except DecodeError as e:
                 if decode == "nvdec":
                     raise
@@ -394,22 +417,35 @@ class VideoReader:
         self._index = 0
         self._closed = False
 
-    def _open_nvdec(self, stream, device, open_timeout):
+    def _open_nvdec(self, stream, device, open_timeout, sessions):
         _import_nvc()                        # the most basic reason first
         if stream is None:
             raise TypeError("NVDEC decoding needs stream=: pass the fastmog.Stream you apply "
                             "MOG2 on (NVDEC's output copies are queued there)")
         if device is not None and device != stream.device:
             raise ValueError(f"device={device} but the stream is on device {stream.device}")
-        decoder = _NvdecDecoder(self.source, stream, stream.device, open_timeout)
+        if sessions > 1:
+            from ._nvdec_sessions import ParallelNvdecDecoder
+            decoder = ParallelNvdecDecoder(self.source, stream, stream.device, open_timeout,
+                                           sessions)
+        else:
+            decoder = _NvdecDecoder(self.source, stream, stream.device, open_timeout)
         frames = decoder.frames()
         try:
             # NVDEC creates its session at the first sequence header: decode the
             # first frame now, so an unsupported stream is refused (or falls back) here.
             first = self._timed_next(frames, decoder)
-        except StopIteration:
-            raise DecodeError(f"{self.source}: NVDEC decoded no frame") from None
+        except BaseException as e:
+            frames.close()
+            decoder.close()
+            if isinstance(e, StopIteration):
+                raise DecodeError(f"{self.source}: NVDEC decoded no frame") from None
+            raise
         self._decoder, self._frames, self._pending = decoder, frames, first
+        if sessions > 1:
+            # Session threads hold the decoder, not the reader: a reader dropped
+            # without close() still stops them.
+            weakref.finalize(self, _close_quietly, frames, decoder)
 
     # ---- reading -------------------------------------------------------------------
 
