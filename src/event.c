@@ -1,16 +1,9 @@
 /* fastmog.Event: a CUDA event to record, wait for and time. */
 #include "fastmog.h"
 
-fm_Event *fm_event_new(fm_state *st, int device, int timing)
+/* Fills a new Event and creates its handle; `device` is the current one. */
+static int event_create(fm_state *st, fm_Event *self, int device, int timing)
 {
-    fm_device_guard guard;
-    fm_Event *self = NULL;
-
-    if (fm_device_enter(st, device, &guard) < 0)
-        return NULL;
-    self = (fm_Event *)st->Event_type->tp_alloc(st->Event_type, 0);
-    if (self == NULL)
-        goto error;
     self->handle = NULL;
     self->device = device;
     self->timing = timing;
@@ -19,16 +12,22 @@ fm_Event *fm_event_new(fm_state *st, int device, int timing)
         &self->handle, timing ? cudaEventDefault : cudaEventDisableTiming);
     if (err != cudaSuccess) {
         self->handle = NULL;
-        fm_cuda_error(st, err, "creating an event on device %d", device);
-        goto error;
+        return fm_cuda_fail(st, err, "creating an event on device %d", device);
     }
+    return 0;
+}
+
+fm_Event *fm_event_new(fm_state *st, int device, int timing)
+{
+    fm_device_guard guard;
+    if (fm_device_enter(st, device, &guard) < 0)
+        return NULL;
+    fm_Event *self = (fm_Event *)st->Event_type->tp_alloc(st->Event_type, 0);
+    /* Dropped inside the guard: with no handle, dealloc makes no CUDA call. */
+    if (self != NULL && event_create(st, self, device, timing) < 0)
+        Py_CLEAR(self);
     fm_device_exit(&guard);
     return self;
-
-error:
-    fm_device_exit(&guard);
-    Py_XDECREF(self);
-    return NULL;
 }
 
 static PyObject *Event_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)

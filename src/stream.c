@@ -47,6 +47,19 @@ static fm_Stream *stream_alloc(PyTypeObject *type)
     return self;
 }
 
+/* A Stream over a handle that already exists and that it does not own: the
+ * legacy default stream or a wrapped one. */
+static fm_Stream *stream_over(PyTypeObject *type, cudaStream_t handle, int device)
+{
+    fm_Stream *self = stream_alloc(type);
+    if (self == NULL)
+        return NULL;
+    self->handle = handle;
+    self->device = device;
+    self->closed = 0;
+    return self;
+}
+
 static PyObject *Stream_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
 {
     static char *kwlist[] = {"device", "priority", "non_blocking", NULL};
@@ -125,13 +138,7 @@ static PyObject *Stream_null(PyTypeObject *type, PyObject *args, PyObject *kwarg
         return NULL;
     if (fm_resolve_device(st, device_arg, &device) < 0)
         return NULL;
-    fm_Stream *self = stream_alloc(type);
-    if (self == NULL)
-        return NULL;
-    self->handle = cudaStreamLegacy;
-    self->device = device;
-    self->closed = 0;
-    return (PyObject *)self;
+    return (PyObject *)stream_over(type, cudaStreamLegacy, device);
 }
 
 /* Reads a stream handle out of a foreign object: an int, the
@@ -222,13 +229,8 @@ static PyObject *Stream_wrap(PyTypeObject *type, PyObject *args, PyObject *kwarg
         if (err != cudaSuccess)
             return fm_cuda_error(st, err, "finding the device of stream %p", (void *)raw);
     }
-    fm_Stream *self = stream_alloc(type);
-    if (self == NULL)
-        return NULL;
-    self->handle = handle;
-    self->device = device;
-    self->closed = 0;
-    if (!PyLong_Check(obj))
+    fm_Stream *self = stream_over(type, handle, device);
+    if (self != NULL && !PyLong_Check(obj))
         self->owner = Py_NewRef(obj);
     return (PyObject *)self;
 }
@@ -243,6 +245,28 @@ static fm_Stream *open_stream(PyObject *op)
     return self;
 }
 
+/* Parses a method's arguments as PyArg_ParseTupleAndKeywords does, then checks
+ * that the stream is open: bad arguments are reported before a closed stream.
+ * Returns self (borrowed), or NULL with an exception set. */
+static fm_Stream *parse_open(PyObject *op, PyObject *args, PyObject *kwargs, const char *format,
+                             char **kwlist, ...)
+{
+    va_list targets;
+    va_start(targets, kwlist);
+    int parsed = PyArg_VaParseTupleAndKeywords(args, kwargs, format, kwlist, targets);
+    va_end(targets);
+    return parsed ? open_stream(op) : NULL;
+}
+
+/* The open stream's raw handle as an int, what .handle and __cuda_stream__
+ * hand out. New reference, or NULL (closed). */
+static PyObject *handle_int(PyObject *op)
+{
+    fm_Stream *self = open_stream(op);
+    return self != NULL ? PyLong_FromUnsignedLongLong((unsigned long long)(uintptr_t)self->handle)
+                        : NULL;
+}
+
 PyDoc_STRVAR(Stream_synchronize_doc,
 "synchronize($self, /, *, timer=None)\n--\n\n"
 "Waits until all work queued on this stream is done. The GIL is released\n"
@@ -252,9 +276,7 @@ static PyObject *Stream_synchronize(PyObject *op, PyObject *args, PyObject *kwar
 {
     static char *kwlist[] = {"timer", NULL};
     PyObject *timer = NULL;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|$O:synchronize", kwlist, &timer))
-        return NULL;
-    fm_Stream *self = open_stream(op);
+    fm_Stream *self = parse_open(op, args, kwargs, "|$O:synchronize", kwlist, &timer);
     if (self == NULL)
         return NULL;
     return fm_synchronize(fm_state_of(op), "Stream.synchronize", timer, self, self->device,
@@ -280,9 +302,7 @@ static PyObject *Stream_wait(PyObject *op, PyObject *args, PyObject *kwargs)
 {
     static char *kwlist[] = {"", "timer", NULL};
     PyObject *event_arg, *timer = NULL;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|$O:wait", kwlist, &event_arg, &timer))
-        return NULL;
-    fm_Stream *self = open_stream(op);
+    fm_Stream *self = parse_open(op, args, kwargs, "O|$O:wait", kwlist, &event_arg, &timer);
     if (self == NULL)
         return NULL;
     fm_state *st = fm_state_of(op);
@@ -312,10 +332,7 @@ static PyObject *Stream_record(PyObject *op, PyObject *args, PyObject *kwargs)
     static char *kwlist[] = {"event", NULL};
     PyObject *event_arg = Py_None;
     fm_Event *event = NULL;
-
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|O:record", kwlist, &event_arg))
-        return NULL;
-    fm_Stream *self = open_stream(op);
+    fm_Stream *self = parse_open(op, args, kwargs, "|O:record", kwlist, &event_arg);
     if (self == NULL)
         return NULL;
     fm_state *st = fm_state_of(op);
@@ -397,18 +414,13 @@ PyDoc_STRVAR(Stream_cuda_stream_doc,
 
 static PyObject *Stream_cuda_stream(PyObject *op, PyObject *Py_UNUSED(ignored))
 {
-    fm_Stream *self = open_stream(op);
-    if (self == NULL)
-        return NULL;
-    return Py_BuildValue("(iK)", 0, (unsigned long long)(uintptr_t)self->handle);
+    PyObject *handle = handle_int(op);
+    return handle != NULL ? Py_BuildValue("(iN)", 0, handle) : NULL;
 }
 
 static PyObject *Stream_get_handle(PyObject *op, void *Py_UNUSED(closure))
 {
-    fm_Stream *self = open_stream(op);
-    if (self == NULL)
-        return NULL;
-    return PyLong_FromUnsignedLongLong((unsigned long long)(uintptr_t)self->handle);
+    return handle_int(op);
 }
 
 static PyObject *Stream_get_closed(PyObject *op, void *Py_UNUSED(closure))
