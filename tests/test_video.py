@@ -396,6 +396,53 @@ def test_nvdec_refuses_a_size_it_cannot_decode(clips, nvdec):
 # ---- several NVDEC sessions over one file ----------------------------------------------
 
 
+def _nal(kind, hevc):
+    header = bytes([kind << 1, 1]) if hevc else bytes([0x60 | kind])
+    return b"\0\0\0\1" + header + b"\x88\x84\x21"
+
+
+@pytest.mark.parametrize("codec", ["H264", "h264"])
+def test_cut_points_h264(codec):
+    from fastmog._nvdec_sessions import _first_picture_is_idr as idr
+    sps, pps, sei = _nal(7, False), _nal(8, False), _nal(6, False)
+    assert idr(sps + pps + sei + _nal(5, False), codec) is True
+    assert idr(sei + _nal(1, False), codec) is False
+    assert idr(b"\0\0\0\x10" + bytes(16), codec) is None        # length-prefixed: not Annex-B
+
+
+@pytest.mark.parametrize("codec", ["HEVC", "hevc"])
+def test_cut_points_hevc(codec):
+    """HEVC NAL types sit in bits 1-6 of a two-byte header: IDR_W_RADL (19)
+    and IDR_N_LP (20) cut; CRA (21) does not (its leading pictures may refer
+    to the GOP before); neither does a trailing picture."""
+    from fastmog._nvdec_sessions import _first_picture_is_idr as idr
+    vps, sps, pps, sei = (_nal(k, True) for k in (32, 33, 34, 39))
+    for kind, want in ((19, True), (20, True), (21, False), (1, False), (0, False)):
+        assert idr(vps + sps + pps + sei + _nal(kind, True), codec) is want, kind
+
+
+@pytest.mark.parametrize("name,keys", [("vtest_h264.mkv", "idr"), ("vtest_hevc.mkv", "cra")])
+def test_cut_points_of_real_packets(clips, name, keys):
+    """The encoder's own key frames, as FFmpeg's Annex-B filter hands them to
+    NVDEC: x264 makes IDR pictures (cut), x265's open GOPs CRA ones (not cut
+    but the first, an IDR)."""
+    av = pytest.importorskip("av")
+    from fastmog._nvdec_sessions import _first_picture_is_idr as idr
+    codec = "hevc" if "hevc" in name else "h264"
+    cuts, key_frames = [], []
+    with av.open(str(clips / name)) as c:
+        s = c.streams.video[0]
+        annexb = av.bitstream.BitStreamFilterContext(f"{codec}_mp4toannexb", s)
+        for i, p in enumerate(c.demux(s)):
+            for q in annexb.filter(p):
+                if q.is_keyframe:
+                    key_frames.append(i)
+                if idr(bytes(q), codec):
+                    cuts.append(i)
+    assert len(key_frames) >= 4
+    assert cuts == (key_frames if keys == "idr" else key_frames[:1])
+
+
 def _sessions_used(reader):
     d = reader._decoder
     return len(d.gops), sum(1 for w in d.workers if w.slots)

@@ -12,12 +12,15 @@ slot goes back to its session with `done` recorded on the caller's stream, so
 a session overwrites it only after the caller's work on it. No host waits on
 the GPU.
 
-Bounds, and why nothing deadlocks: the demuxer stays less than 2N GOPs ahead
-of the consumer, so the next GOP of the session the consumer waits on (which
-pushes that GOP's last reordered frames out of the decoder) is always
-dispatched; a session may hold as many slots as its longest GOP plus the
-decoder's reorder depth, and while the consumer waits on a session, that
-session holds frames of the awaited GOP only.
+Bounds, and why nothing deadlocks: a session may hold two GOPs of frames (its
+longest, twice, plus the decoder's reorder depth), so it decodes its next GOP
+while the consumer has not yet taken the last one; with one GOP it would sit
+idle most of the time and N sessions would decode at about twice the rate of
+one. The demuxer stays less than 3N GOPs ahead of the consumer, so the next
+GOP of the session the consumer waits on (which pushes that GOP's last
+reordered frames out of the decoder) is always dispatched; while the
+consumer waits on a session, that session holds frames of the awaited GOP
+and of at most one later one.
 
 Open GOPs (HEVC CRA pictures whose leading pictures refer to the previous
 GOP) are not cut: such a stream decodes as one segment, in one session.
@@ -34,6 +37,7 @@ from ._video import DecodeError, _NvdecDecoder, _truncated
 
 _END = object()                      # a session has flushed its decoder
 _REORDER = 8                         # slots beyond a GOP's length: frames the decoder holds back
+_AHEAD = 2                           # GOPs a session may hold: it decodes one while one waits
 _POLL = 0.05                         # seconds between checks for close() while waiting
 
 
@@ -45,7 +49,7 @@ def _first_picture_is_idr(data, codec):
         return None
     while at >= 0 and at + 3 < len(data):
         header = data[at + 3]
-        if codec == "hevc":
+        if codec.lower() == "hevc":
             kind = (header >> 1) & 0x3F
             if kind < 32:                    # VCL: 19, 20 are IDR_W_RADL, IDR_N_LP
                 return kind in (19, 20)
@@ -130,7 +134,7 @@ class _Session(threading.Thread):
                 gop = self.jobs.get()
                 if gop is None:
                     break
-                self.limit = max(self.limit, len(gop.packets) + _REORDER)
+                self.limit = max(self.limit, _AHEAD * len(gop.packets) + _REORDER)
                 index = gop.first
                 for data, pts in gop.packets:
                     packet = r.nvc.PacketData()
@@ -194,7 +198,7 @@ class ParallelNvdecDecoder:
 
     def _dispatch(self, gop):
         with self.cut:
-            while gop.number >= self.consumer_gop + 2 * self.sessions:
+            while gop.number >= self.consumer_gop + (_AHEAD + 1) * self.sessions:
                 if self.stopping.is_set():
                     raise _Stopped
                 self.cut.wait(_POLL)

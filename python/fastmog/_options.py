@@ -166,7 +166,7 @@ def build_parser():
     p.add_argument("--nvdec-sessions", type=_count, default=1, metavar="N",
                    help="NVDEC sessions decoding one video file at once, a closed GOP each "
                         "(one session uses one NVDEC engine); frames stay in order, and each "
-                        "session holds up to a GOP of frames in GPU memory (default: 1)")
+                        "session holds up to two GOPs of frames in GPU memory (default: 1)")
     p.add_argument("--batch", type=_count, default=8, metavar="K",
                    help="frames per MOG2 launch for host-decoded input on the GPU: the model "
                         "is read and written once per K frames, the masks are the same; "

@@ -353,8 +353,8 @@ class VideoReader:
 
     sessions: NVDEC sessions decoding one video file at once, a closed GOP
     each (an NVDEC session runs on one engine; a GPU has up to 7). Frames still
-    come in order; each session holds a GOP's frames, so memory grows with
-    sessions x GOP length (4K: 12.4 MB a frame). Open-GOP streams (HEVC CRA)
+    come in order; each session holds up to two GOPs of frames, so memory
+    grows with sessions x 2 x GOP length (4K: 12.4 MB a frame). Open-GOP streams (HEVC CRA)
     are not cut and decode in one session.
 
     Lifetimes: an NVDEC frame's planes are valid until the next frame is
