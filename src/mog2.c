@@ -241,31 +241,21 @@ PyDoc_STRVAR(MOG2_apply_doc,
 
 static PyObject *MOG2_apply(PyObject *op, PyObject *args, PyObject *kwargs)
 {
-    static char *kwlist[] = {"", "learning_rate", "stream", "fgmask", "known_foreground",
-                             "timer", NULL};
     fm_state *st = fm_state_of(op);
     fm_MOG2 *self = (fm_MOG2 *)op;
-    PyObject *frame_arg, *stream_arg = NULL, *fgmask_arg = Py_None, *known_arg = Py_None;
-    PyObject *timer = NULL, *result = NULL, *rate_arg = NULL;
-    double learning_rate;
+    PyObject *result = NULL;
+    fm_mog2_call_args a;
     frame_images images = {NULL, NULL, NULL, 0};
     fm_mog2_step step;
     fm_device_guard guard;
     fm_call call;
 
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|O$OOOO:apply", kwlist, &frame_arg,
-                                     &rate_arg, &stream_arg, &fgmask_arg, &known_arg, &timer))
+    if (fm_mog2_call_args_parse(st, args, kwargs, FM_MOG2_CALL_GPU, self->device, &a) < 0)
         return NULL;
-    fm_Stream *stream = fm_require_stream(st, stream_arg, self->device);
-    if (stream == NULL)
-        return NULL;
-    if (fgmask_arg != Py_None && fm_gpumat_check_open(st, fgmask_arg, "fgmask") == NULL)
-        return NULL;
-    if (fm_mog2_learning_rate_arg(rate_arg, &learning_rate) < 0)
-        return NULL;
+    fm_Stream *stream = a.stream;
     int h, w, c;
-    fm_peek_shape(st, frame_arg, &h, &w, &c);
-    if (fm_call_begin(st, &call, "BackgroundSubtractorMOG2.apply", "kernel mog2_apply", timer,
+    fm_peek_shape(st, a.frames, &h, &w, &c);
+    if (fm_call_begin(st, &call, "BackgroundSubtractorMOG2.apply", "kernel mog2_apply", a.timer,
                       stream, h > 0 ? h : -1, w, c) < 0)
         return NULL;
     if (fm_device_enter(st, self->device, &guard) < 0)
@@ -273,16 +263,15 @@ static PyObject *MOG2_apply(PyObject *op, PyObject *args, PyObject *kwargs)
     if (fm_mog2_lock_open(&self->base) < 0)
         goto exit_device;
     if (reserve_staging(self, 1) < 0
-        || stage_frame(st, self, frame_arg, known_arg, -1, 0, NULL, stream, timer, &images) < 0)
+        || stage_frame(st, self, a.frames, a.known, -1, 0, NULL, stream, a.timer, &images) < 0)
         goto done;
     /* The caller's mask is checked after staging: another thread may have
      * closed it while this one waited for the lock (the GIL was released). */
-    if (fgmask_arg != Py_None) {
-        if ((images.mask = caller_mask(st, self, fgmask_arg, -1, &images.frame->shape))
-            == NULL)
+    if (a.fgmasks != Py_None) {
+        if ((images.mask = caller_mask(st, self, a.fgmasks, -1, &images.frame->shape)) == NULL)
             goto done;
     }
-    fm_mog2_plan(&self->base, &images.frame->shape, learning_rate, &step);
+    fm_mog2_plan(&self->base, &images.frame->shape, a.learning_rate, &step);
     if (step.rebuild && rebuild_model(st, self, &step.geometry, stream) < 0)
         goto done;
     if (images.mask == NULL) {
@@ -340,26 +329,21 @@ PyDoc_STRVAR(MOG2_apply_batch_doc,
 
 static PyObject *MOG2_apply_batch(PyObject *op, PyObject *args, PyObject *kwargs)
 {
-    static char *kwlist[] = {"", "learning_rate", "stream", "fgmasks", "known_foreground",
-                             "timer", NULL};
     fm_state *st = fm_state_of(op);
     fm_MOG2 *self = (fm_MOG2 *)op;
-    PyObject *frames_arg, *stream_arg = NULL, *fgmasks_arg = Py_None, *known_arg = Py_None;
-    PyObject *timer = NULL, *result = NULL, *rate_arg = NULL;
+    PyObject *result = NULL;
+    fm_mog2_call_args a;
     fm_mog2_sequences seq;
     frame_images *images = NULL;
     fm_mog2_step *steps = NULL;
-    double learning_rate;
     fm_device_guard guard;
     fm_call call;
 
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|O$OOOO:apply_batch", kwlist, &frames_arg,
-                                     &rate_arg, &stream_arg, &fgmasks_arg, &known_arg, &timer))
+    if (fm_mog2_call_args_parse(st, args, kwargs, FM_MOG2_CALL_GPU | FM_MOG2_CALL_BATCH,
+                                self->device, &a) < 0
+        || fm_mog2_sequences_get(&seq, a.frames, a.known, a.fgmasks, -1) < 0)
         return NULL;
-    fm_Stream *stream = fm_require_stream(st, stream_arg, self->device);
-    if (stream == NULL || fm_mog2_learning_rate_arg(rate_arg, &learning_rate) < 0
-        || fm_mog2_sequences_get(&seq, frames_arg, known_arg, fgmasks_arg, -1) < 0)
-        return NULL;
+    fm_Stream *stream = a.stream;
     const int count = seq.count;
     if (count == 0) {
         result = PyTuple_New(0);
@@ -374,7 +358,7 @@ static PyObject *MOG2_apply_batch(PyObject *op, PyObject *args, PyObject *kwargs
     int h, w, c;
     fm_peek_shape(st, PySequence_Fast_GET_ITEM(seq.frames, 0), &h, &w, &c);
     if (fm_call_begin(st, &call, "BackgroundSubtractorMOG2.apply_batch", "kernel mog2_apply",
-                      timer, stream, h > 0 ? h * count : -1, w, c) < 0)
+                      a.timer, stream, h > 0 ? h * count : -1, w, c) < 0)
         goto out;
     if (fm_device_enter(st, self->device, &guard) < 0)
         goto end_call;
@@ -385,7 +369,7 @@ static PyObject *MOG2_apply_batch(PyObject *op, PyObject *args, PyObject *kwargs
     for (int k = 0; k < count; ++k) {
         if (stage_frame(st, self, PySequence_Fast_GET_ITEM(seq.frames, k),
                         fm_mog2_entry(seq.known, k), k, k,
-                        k == 0 ? NULL : &images[0].frame->shape, stream, timer, &images[k]) < 0)
+                        k == 0 ? NULL : &images[0].frame->shape, stream, a.timer, &images[k]) < 0)
             goto done;
     }
     const fm_image_shape *shape = &images[0].frame->shape;
@@ -398,7 +382,7 @@ static PyObject *MOG2_apply_batch(PyObject *op, PyObject *args, PyObject *kwargs
     else if (reused_batch_masks(st, self, shape, images, count) < 0) {
         goto done;
     }
-    fm_mog2_plan_frames(&self->base, shape, learning_rate, count, steps);
+    fm_mog2_plan_frames(&self->base, shape, a.learning_rate, count, steps);
     if (steps[0].rebuild && rebuild_model(st, self, &steps[0].geometry, stream) < 0)
         goto done;
     if (queue_frames(st, self, steps, images, count, stream, &call) < 0)

@@ -454,6 +454,39 @@ int fm_mog2_learning_rate_arg(PyObject *arg, double *rate)
     return 0;
 }
 
+int fm_mog2_call_args_parse(fm_state *st, PyObject *args, PyObject *kwargs, int flags,
+                            int device, fm_mog2_call_args *a)
+{
+    /* Indexed by flags: host apply, host apply_batch, GPU apply, GPU apply_batch. */
+    static char *kwlists[4][7] = {
+        {"", "learning_rate", "fgmask", "known_foreground", "timer", NULL},
+        {"", "learning_rate", "fgmasks", "known_foreground", "timer", NULL},
+        {"", "learning_rate", "stream", "fgmask", "known_foreground", "timer", NULL},
+        {"", "learning_rate", "stream", "fgmasks", "known_foreground", "timer", NULL},
+    };
+    static const char *formats[4] = {"O|O$OOO:apply", "O|O$OOO:apply_batch",
+                                     "O|O$OOOO:apply", "O|O$OOOO:apply_batch"};
+    PyObject *rate_arg = NULL, *stream_arg = NULL;
+    a->stream = NULL;
+    a->fgmasks = a->known = Py_None;
+    a->timer = NULL;
+    int ok = flags & FM_MOG2_CALL_GPU
+        ? PyArg_ParseTupleAndKeywords(args, kwargs, formats[flags], kwlists[flags], &a->frames,
+                                      &rate_arg, &stream_arg, &a->fgmasks, &a->known, &a->timer)
+        : PyArg_ParseTupleAndKeywords(args, kwargs, formats[flags], kwlists[flags], &a->frames,
+                                      &rate_arg, &a->fgmasks, &a->known, &a->timer);
+    if (!ok)
+        return -1;
+    if (flags & FM_MOG2_CALL_GPU) {
+        if ((a->stream = fm_require_stream(st, stream_arg, device)) == NULL)
+            return -1;
+        if (!(flags & FM_MOG2_CALL_BATCH) && a->fgmasks != Py_None
+            && fm_gpumat_check_open(st, a->fgmasks, "fgmask") == NULL)
+            return -1;
+    }
+    return fm_mog2_learning_rate_arg(rate_arg, &a->learning_rate);
+}
+
 /* The step of one frame after a model built for `had` has seen
  * `frames_seen` frames. */
 static void plan_after(const fm_mog2_settings *settings, const fm_mog2_geometry *had,

@@ -137,6 +137,30 @@ fm_image_shape fm_mog2_background_shape(const fm_mog2_geometry *g);
 int fm_mog2_learning_rate_arg(PyObject *arg, double *rate);
 fm_mog2_params fm_mog2_settings_params(const fm_mog2_settings *s);
 
+/* The arguments of apply() and apply_batch(), of both subtractors:
+ * `frame, /, learning_rate=-1.0, *, [stream,] fgmask=None,
+ * known_foreground=None, timer=None` (apply_batch: frames, fgmasks). Every
+ * reference is borrowed from the call's arguments. */
+typedef struct fm_mog2_call_args {
+    PyObject *frames;         /* apply's frame, or apply_batch's frames */
+    fm_Stream *stream;        /* FM_MOG2_CALL_GPU only: checked open, on the device */
+    PyObject *fgmasks;        /* fgmask(s), or Py_None */
+    PyObject *known;          /* known_foreground, or Py_None */
+    PyObject *timer;          /* NULL when not given */
+    double learning_rate;     /* converted; -1 (automatic) when not given */
+} fm_mog2_call_args;
+
+enum {
+    FM_MOG2_CALL_BATCH = 1,   /* apply_batch: frames and fgmasks */
+    FM_MOG2_CALL_GPU = 2,     /* the GPU subtractor: a required stream= on `device` */
+};
+
+/* Parses and checks them in the order the methods always have: the stream,
+ * a GPU apply's fgmask (an open GpuMat), then the learning rate. 0, or -1
+ * with TypeError / ValueError. */
+int fm_mog2_call_args_parse(fm_state *st, PyObject *args, PyObject *kwargs, int flags,
+                            int device, fm_mog2_call_args *a);
+
 /* The GPU's model in one allocation: the planes of mog2_params.h, each
  * starting on a 256-byte boundary. (The host keeps each pixel's modes
  * together instead: fm_mog2_host_model in mog2_cpu.h.) */

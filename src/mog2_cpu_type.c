@@ -146,39 +146,34 @@ PyDoc_STRVAR(MOG2Cpu_apply_doc,
 
 static PyObject *MOG2Cpu_apply(PyObject *op, PyObject *args, PyObject *kwargs)
 {
-    static char *kwlist[] = {"", "learning_rate", "fgmask", "known_foreground", "timer", NULL};
     fm_MOG2Cpu *self = (fm_MOG2Cpu *)op;
     fm_state *st = fm_state_of(op);
-    PyObject *frame_arg, *fgmask_arg = Py_None, *known_arg = Py_None, *timer = NULL;
-    PyObject *mask = NULL, *rate_arg = NULL;
-    double learning_rate;
+    PyObject *mask = NULL;
+    fm_mog2_call_args a;
     fm_host_image frame;
     fm_mog2_frame_io io;
     fm_mog2_step step;
     fm_call call;
 
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|O$OOO:apply", kwlist, &frame_arg,
-                                     &rate_arg, &fgmask_arg, &known_arg, &timer))
+    if (fm_mog2_call_args_parse(st, args, kwargs, 0, -1, &a) < 0
+        || check_frame(a.frames, a.known, -1, NULL, &frame, &io) < 0)
         return NULL;
-    if (fm_mog2_learning_rate_arg(rate_arg, &learning_rate) < 0
-        || check_frame(frame_arg, known_arg, -1, NULL, &frame, &io) < 0)
-        return NULL;
-    if (fgmask_arg != Py_None) {
-        if (check_mask(fgmask_arg, -1, &frame.shape, &io) < 0)
+    if (a.fgmasks != Py_None) {
+        if (check_mask(a.fgmasks, -1, &frame.shape, &io) < 0)
             return NULL;
-        mask = Py_NewRef(fgmask_arg);
+        mask = Py_NewRef(a.fgmasks);
     }
     else if ((mask = new_masks(&frame.shape, 0, &io)) == NULL) {
         return NULL;
     }
-    if (fm_call_begin(st, &call, "cpu.BackgroundSubtractorMOG2.apply", NULL, timer, NULL,
+    if (fm_call_begin(st, &call, "cpu.BackgroundSubtractorMOG2.apply", NULL, a.timer, NULL,
                       frame.shape.height, frame.shape.width, frame.shape.channels) < 0) {
         Py_DECREF(mask);
         return NULL;
     }
     int rc = fm_mog2_lock_open(&self->base);
     if (rc == 0) {
-        fm_mog2_plan(&self->base, &frame.shape, learning_rate, &step);
+        fm_mog2_plan(&self->base, &frame.shape, a.learning_rate, &step);
         rc = run_frames(self, &step, &io, 1);
         fm_mog2_unlock(&self->base);
     }
@@ -198,22 +193,18 @@ PyDoc_STRVAR(MOG2Cpu_apply_batch_doc,
 
 static PyObject *MOG2Cpu_apply_batch(PyObject *op, PyObject *args, PyObject *kwargs)
 {
-    static char *kwlist[] = {"", "learning_rate", "fgmasks", "known_foreground", "timer", NULL};
     fm_MOG2Cpu *self = (fm_MOG2Cpu *)op;
     fm_state *st = fm_state_of(op);
-    PyObject *frames_arg, *fgmasks_arg = Py_None, *known_arg = Py_None, *timer = NULL;
-    PyObject *rate_arg = NULL, *masks = NULL;
+    PyObject *masks = NULL;
+    fm_mog2_call_args a;
     fm_mog2_sequences seq;
     fm_mog2_frame_io *io = NULL;
     fm_mog2_step *steps = NULL;
     fm_host_image first, frame;
-    double learning_rate;
     fm_call call;
 
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|O$OOO:apply_batch", kwlist, &frames_arg,
-                                     &rate_arg, &fgmasks_arg, &known_arg, &timer)
-        || fm_mog2_learning_rate_arg(rate_arg, &learning_rate) < 0
-        || fm_mog2_sequences_get(&seq, frames_arg, known_arg, fgmasks_arg, -1) < 0)
+    if (fm_mog2_call_args_parse(st, args, kwargs, FM_MOG2_CALL_BATCH, -1, &a) < 0
+        || fm_mog2_sequences_get(&seq, a.frames, a.known, a.fgmasks, -1) < 0)
         return NULL;
     const int count = seq.count;
     io = PyMem_Calloc((size_t)count + 1, sizeof *io);
@@ -228,26 +219,26 @@ static PyObject *MOG2Cpu_apply_batch(PyObject *op, PyObject *args, PyObject *kwa
             goto out;
     }
     if (count == 0) {
-        masks = fgmasks_arg != Py_None ? Py_NewRef(fgmasks_arg) : PyTuple_New(0);
+        masks = a.fgmasks != Py_None ? Py_NewRef(a.fgmasks) : PyTuple_New(0);
         goto out;
     }
     if (seq.fgmasks != NULL) {
         for (int k = 0; k < count; ++k)
             if (check_mask(PySequence_Fast_GET_ITEM(seq.fgmasks, k), k, &first.shape, &io[k]) < 0)
                 goto out;
-        masks = Py_NewRef(fgmasks_arg);
+        masks = Py_NewRef(a.fgmasks);
     }
     else if ((masks = new_masks(&first.shape, count, io)) == NULL) {
         goto out;
     }
-    if (fm_call_begin(st, &call, "cpu.BackgroundSubtractorMOG2.apply_batch", NULL, timer, NULL,
+    if (fm_call_begin(st, &call, "cpu.BackgroundSubtractorMOG2.apply_batch", NULL, a.timer, NULL,
                       first.shape.height * count, first.shape.width, first.shape.channels) < 0) {
         Py_CLEAR(masks);
         goto out;
     }
     int rc = fm_mog2_lock_open(&self->base);
     if (rc == 0) {
-        fm_mog2_plan_frames(&self->base, &first.shape, learning_rate, count, steps);
+        fm_mog2_plan_frames(&self->base, &first.shape, a.learning_rate, count, steps);
         rc = run_frames(self, steps, io, count);
         fm_mog2_unlock(&self->base);
     }
