@@ -195,6 +195,39 @@ def test_bad_input_leaves_the_model_unchanged(rng, stream):
         assert np.array_equal(a, b)
 
 
+def test_apply_checks_its_arguments_in_order(rng, stream):
+    """apply and apply_batch check the stream, then apply's fgmask, then the
+    learning rate, each keyword under its own name, before any work."""
+    gpu = fastmog.BackgroundSubtractorMOG2()
+    frame = random_image(rng, (8, 8), np.uint8)
+    closed_mask = fastmog.GpuMat((8, 8), np.uint8)
+    closed_mask.close()
+    nan = float("nan")
+    bad = [
+        (TypeError, "stream= is required", lambda: gpu.apply(frame, nan)),
+        (TypeError, "stream= is required", lambda: gpu.apply_batch([frame], nan)),
+        (ValueError, "fgmask is a closed GpuMat",
+         lambda: gpu.apply(frame, nan, stream=stream, fgmask=closed_mask)),
+        (TypeError, "fgmask must be a fastmog.GpuMat",
+         lambda: gpu.apply(frame, nan, stream=stream, fgmask=np.zeros((8, 8), np.uint8))),
+        (ValueError, "learning_rate", lambda: gpu.apply(frame, nan, stream=stream)),
+        (ValueError, "learning_rate", lambda: gpu.apply_batch("not frames", nan, stream=stream)),
+        (TypeError, r"apply\(\)", lambda: gpu.apply(frame, stream=stream, fgmasks=None)),
+        (TypeError, r"apply_batch\(\)",
+         lambda: gpu.apply_batch([frame], stream=stream, fgmask=None)),
+        (TypeError, r"apply\(\)", lambda: gpu.apply(frame=frame, stream=stream)),
+    ]
+    for error, message, call in bad:
+        with pytest.raises(error, match=message):
+            call()
+    assert gpu.frame_count == 0
+    got = gpu.apply(frame, 0.5, stream=stream, known_foreground=None, timer=None)
+    assert got.download(stream=stream).shape == (8, 8)
+    masks = gpu.apply_batch([frame, frame], learning_rate=0.5, stream=stream,
+                            fgmasks=[fastmog.GpuMat((8, 8), np.uint8) for _ in range(2)])
+    assert len(masks) == 2 and gpu.frame_count == 3
+
+
 def test_closed_subtractor_raises(stream):
     gpu = fastmog.BackgroundSubtractorMOG2()
     with gpu:

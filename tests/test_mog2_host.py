@@ -136,3 +136,40 @@ def test_gpu_subtractor_validates_before_touching_cuda():
         fastmog.BackgroundSubtractorMOG2(nonsense=True)
     assert callable(fastmog.createBackgroundSubtractorMOG2)
     assert isinstance(fastmog.cpu.createBackgroundSubtractorMOG2(), fastmog.cpu.BackgroundSubtractorMOG2)
+
+
+def test_host_apply_and_apply_batch_take_their_documented_arguments(rng):
+    """The argument table both subtractors parse with: the frame positional
+    only, learning_rate positional or keyword, the rest keyword only, and
+    each method's own mask keyword (fgmask / fgmasks), no stream."""
+    sub = fastmog.cpu.BackgroundSubtractorMOG2()
+    frame = rng.integers(0, 256, (6, 8), dtype=np.uint8)
+    mask = np.empty((6, 8), np.uint8)
+    known = np.zeros((6, 8), np.uint8)
+    timer = fastmog.Timer()
+    assert sub.apply(frame, 0.5, fgmask=mask, known_foreground=known, timer=timer) is mask
+    assert sub.apply(frame, learning_rate=0.5).shape == (6, 8)
+    masks = np.empty((2, 6, 8), np.uint8)
+    assert sub.apply_batch([frame, frame], 0.5, fgmasks=masks, known_foreground=[known, None],
+                           timer=timer) is masks
+    assert sub.apply_batch(np.stack([frame, frame]), learning_rate=0.5).shape == (2, 6, 8)
+    refused = [
+        (r"apply\(\)", lambda: sub.apply(frame=frame)),
+        (r"apply\(\)", lambda: sub.apply(frame, 0.5, mask)),
+        (r"apply\(\)", lambda: sub.apply(frame, fgmasks=mask)),
+        (r"apply\(\)", lambda: sub.apply(frame, stream=None)),
+        (r"apply\(\)", lambda: sub.apply()),
+        (r"apply_batch\(\)", lambda: sub.apply_batch([frame], fgmask=masks)),
+        (r"apply_batch\(\)", lambda: sub.apply_batch([frame], 0.5, masks)),
+        (r"apply_batch\(\)", lambda: sub.apply_batch(frames=[frame])),
+        (r"apply_batch\(\)", lambda: sub.apply_batch([frame], stream=None)),
+    ]
+    for message, call in refused:
+        with pytest.raises(TypeError, match=message):
+            call()
+    for call in (lambda: sub.apply(frame, "fast"), lambda: sub.apply_batch([frame], "fast")):
+        with pytest.raises(TypeError, match="learning_rate must be a number"):
+            call()
+    # The rate is checked before the frames.
+    with pytest.raises(ValueError, match="learning_rate"):
+        sub.apply_batch("not frames", float("inf"))
