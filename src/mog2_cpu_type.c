@@ -137,6 +137,30 @@ static int run_frames(fm_MOG2Cpu *self, const fm_mog2_step *steps, fm_mog2_frame
     return 0;
 }
 
+/* What apply and apply_batch do once their `count` frames (of `shape`) and
+ * masks are checked: the timed call, planning under the lock, the run.
+ * Takes the reference to `masks`, the result, and returns it, or NULL. */
+static PyObject *timed_apply(fm_state *st, fm_MOG2Cpu *self, const char *name, PyObject *timer,
+                             const fm_image_shape *shape, double learning_rate, int count,
+                             fm_mog2_step *steps, fm_mog2_frame_io *io, PyObject *masks)
+{
+    fm_call call;
+    if (fm_call_begin(st, &call, name, NULL, timer, NULL, shape->height * count, shape->width,
+                      shape->channels) < 0) {
+        Py_DECREF(masks);
+        return NULL;
+    }
+    int rc = fm_mog2_lock_open(&self->base);
+    if (rc == 0) {
+        fm_mog2_plan_frames(&self->base, shape, learning_rate, count, steps);
+        rc = run_frames(self, steps, io, count);
+        fm_mog2_unlock(&self->base);
+    }
+    if (rc < 0)
+        Py_CLEAR(masks);
+    return fm_call_end(st, &call, masks);
+}
+
 PyDoc_STRVAR(MOG2Cpu_apply_doc,
 "apply($self, frame, /, learning_rate=-1.0, *, fgmask=None, known_foreground=None,\n"
 "      timer=None)\n--\n\n"
@@ -153,7 +177,6 @@ static PyObject *MOG2Cpu_apply(PyObject *op, PyObject *args, PyObject *kwargs)
     fm_host_image frame;
     fm_mog2_frame_io io;
     fm_mog2_step step;
-    fm_call call;
 
     if (fm_mog2_call_args_parse(st, args, kwargs, 0, -1, &a) < 0
         || check_frame(a.frames, a.known, -1, NULL, &frame, &io) < 0)
@@ -166,20 +189,8 @@ static PyObject *MOG2Cpu_apply(PyObject *op, PyObject *args, PyObject *kwargs)
     else if ((mask = new_masks(&frame.shape, 0, &io)) == NULL) {
         return NULL;
     }
-    if (fm_call_begin(st, &call, "cpu.BackgroundSubtractorMOG2.apply", NULL, a.timer, NULL,
-                      frame.shape.height, frame.shape.width, frame.shape.channels) < 0) {
-        Py_DECREF(mask);
-        return NULL;
-    }
-    int rc = fm_mog2_lock_open(&self->base);
-    if (rc == 0) {
-        fm_mog2_plan(&self->base, &frame.shape, a.learning_rate, &step);
-        rc = run_frames(self, &step, &io, 1);
-        fm_mog2_unlock(&self->base);
-    }
-    if (rc < 0)
-        Py_CLEAR(mask);
-    return fm_call_end(st, &call, mask);
+    return timed_apply(st, self, "cpu.BackgroundSubtractorMOG2.apply", a.timer, &frame.shape,
+                       a.learning_rate, 1, &step, &io, mask);
 }
 
 PyDoc_STRVAR(MOG2Cpu_apply_batch_doc,
@@ -201,7 +212,6 @@ static PyObject *MOG2Cpu_apply_batch(PyObject *op, PyObject *args, PyObject *kwa
     fm_mog2_frame_io *io = NULL;
     fm_mog2_step *steps = NULL;
     fm_host_image first, frame;
-    fm_call call;
 
     if (fm_mog2_call_args_parse(st, args, kwargs, FM_MOG2_CALL_BATCH, -1, &a) < 0
         || fm_mog2_sequences_get(&seq, a.frames, a.known, a.fgmasks, -1) < 0)
@@ -231,20 +241,8 @@ static PyObject *MOG2Cpu_apply_batch(PyObject *op, PyObject *args, PyObject *kwa
     else if ((masks = new_masks(&first.shape, count, io)) == NULL) {
         goto out;
     }
-    if (fm_call_begin(st, &call, "cpu.BackgroundSubtractorMOG2.apply_batch", NULL, a.timer, NULL,
-                      first.shape.height * count, first.shape.width, first.shape.channels) < 0) {
-        Py_CLEAR(masks);
-        goto out;
-    }
-    int rc = fm_mog2_lock_open(&self->base);
-    if (rc == 0) {
-        fm_mog2_plan_frames(&self->base, &first.shape, a.learning_rate, count, steps);
-        rc = run_frames(self, steps, io, count);
-        fm_mog2_unlock(&self->base);
-    }
-    if (rc < 0)
-        Py_CLEAR(masks);
-    masks = fm_call_end(st, &call, masks);
+    masks = timed_apply(st, self, "cpu.BackgroundSubtractorMOG2.apply_batch", a.timer,
+                        &first.shape, a.learning_rate, count, steps, io, masks);
 out:
     PyMem_Free(io);
     PyMem_Free(steps);
