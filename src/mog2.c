@@ -194,11 +194,21 @@ static fm_mog2_frame_io frame_io(const frame_images *im, const fm_mog2_step *ste
     return io;
 }
 
-/* Queues `count` consecutive frames of one geometry (planned in `steps`,
- * staged in `images`) and commits them. The lock is held. */
-static int queue_frames(fm_state *st, fm_MOG2 *self, const fm_mog2_step *steps,
-                        const frame_images *images, int count, fm_Stream *stream, fm_call *call)
+/* Plans `count` consecutive frames of one geometry (staged in `images`)
+ * into `steps`, rebuilds the model when the first needs it, queues them and
+ * commits them. A frame still without a mask (apply without fgmask=) gets
+ * the subtractor's own, taken after the rebuild because that may replace
+ * it. The lock is held. */
+static int queue_frames(fm_state *st, fm_MOG2 *self, double learning_rate, fm_mog2_step *steps,
+                        frame_images *images, int count, fm_Stream *stream, fm_call *call)
 {
+    fm_mog2_plan_frames(&self->base, &images[0].frame->shape, learning_rate, count, steps);
+    if (steps[0].rebuild && rebuild_model(st, self, &steps[0].geometry, stream) < 0)
+        return -1;
+    if (images[0].mask == NULL) {
+        images[0].mask = (fm_GpuMat *)Py_NewRef(self->mask);
+        images[0].reused_mask = 1;
+    }
     const fm_mog2_geometry *g = &steps[0].geometry;
     if (fm_device_buffer_use(st, self->model, stream, FM_USE_AFTER_EARLIER) < 0
         || use_images(st, images, count, stream) < 0 || fm_call_gpu_begin(st, call) < 0)
@@ -271,14 +281,7 @@ static PyObject *MOG2_apply(PyObject *op, PyObject *args, PyObject *kwargs)
         if ((images.mask = caller_mask(st, self, a.fgmasks, -1, &images.frame->shape)) == NULL)
             goto done;
     }
-    fm_mog2_plan(&self->base, &images.frame->shape, a.learning_rate, &step);
-    if (step.rebuild && rebuild_model(st, self, &step.geometry, stream) < 0)
-        goto done;
-    if (images.mask == NULL) {
-        images.mask = (fm_GpuMat *)Py_NewRef(self->mask);
-        images.reused_mask = 1;
-    }
-    if (queue_frames(st, self, &step, &images, 1, stream, &call) == 0)
+    if (queue_frames(st, self, a.learning_rate, &step, &images, 1, stream, &call) == 0)
         result = Py_NewRef(images.mask);
 done:
     fm_mog2_unlock(&self->base);
@@ -382,10 +385,7 @@ static PyObject *MOG2_apply_batch(PyObject *op, PyObject *args, PyObject *kwargs
     else if (reused_batch_masks(st, self, shape, images, count) < 0) {
         goto done;
     }
-    fm_mog2_plan_frames(&self->base, shape, a.learning_rate, count, steps);
-    if (steps[0].rebuild && rebuild_model(st, self, &steps[0].geometry, stream) < 0)
-        goto done;
-    if (queue_frames(st, self, steps, images, count, stream, &call) < 0)
+    if (queue_frames(st, self, a.learning_rate, steps, images, count, stream, &call) < 0)
         goto done;
     if ((result = PyTuple_New(count)) != NULL)
         for (int k = 0; k < count; ++k)
