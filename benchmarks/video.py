@@ -720,21 +720,42 @@ def load_clips(args):
     return clips
 
 
-def looped(clips, times, folder):
-    """Each clip played `times` times over (make_clips.loop_clip), or the
-    clips themselves with the reason when PyAV is missing."""
+def write_elementary_stream(nvc, path, out, times):
+    """The clip's packets as PyNvVideoCodec's demuxer hands them to NVDEC
+    (Annex-B, parameter sets in band), written `times` times over into a raw
+    elementary stream: a long clip without PyAV. Returns the frame count."""
+    packets = [ctypes.string_at(p.bsl_data, p.bsl)
+               for p in nvc.CreateDemuxer(filename=str(path)) if p.bsl]
+    with open(out, "wb") as f:
+        for _ in range(times):
+            f.writelines(packets)
+    return len(packets) * times
+
+
+def looped(clips, times, folder, nvc):
+    """Each clip played `times` times over: remuxed into Matroska
+    (make_clips.loop_clip) where PyAV is installed, else as a raw elementary
+    stream through PyNvVideoCodec's demuxer; or the clips themselves, with
+    the reason, when neither can."""
     if times == 1:
         return clips, None
     try:
         import av  # noqa: F401
+        sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+        from make_clips import loop_clip
     except ImportError:
-        return clips, "clips not looped: PyAV is missing (pip install av)"
-    sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
-    from make_clips import loop_clip
+        loop_clip = None
+        if nvc is None:
+            return clips, "clips not looped: neither PyAV nor PyNvVideoCodec is installed"
     out = []
     for name, path, info in clips:
-        looped_name = f"{pathlib.Path(name).stem}_x{times}.mkv"
-        frames = loop_clip(path, folder / looped_name, times)
+        stem = pathlib.Path(name).stem
+        if loop_clip is not None:
+            looped_name = f"{stem}_x{times}.mkv"
+            frames = loop_clip(path, folder / looped_name, times)
+        else:
+            looped_name = f"{stem}_x{times}.{info['codec']}"
+            frames = write_elementary_stream(nvc, path, folder / looped_name, times)
         out.append((looped_name, folder / looped_name, dict(info, frames=frames)))
     return out, None
 
@@ -791,7 +812,8 @@ NOTES = """\
 def main(argv=None):
     args = parse_args(argv)
     folder = tempfile.TemporaryDirectory(prefix="fastmog-video-")
-    clips, loop_why = looped(load_clips(args), args.loop, pathlib.Path(folder.name))
+    nvc, nvdec_why = nvdec_status()
+    clips, loop_why = looped(load_clips(args), args.loop, pathlib.Path(folder.name), nvc)
     try:
         import cv2
     except ImportError:
@@ -800,7 +822,6 @@ def main(argv=None):
     gpu_why = None
     if not fastmog.cuda_available():
         gpu_why = "no usable GPU: " + " ".join(fastmog._fastmog._cuda_status())
-    nvc, nvdec_why = nvdec_status()
     nvml = Nvml(fastmog.device_properties(0)["pci_bus_id"]) if gpu_why is None else None
     engines = {}
     if nvc is not None:
@@ -809,8 +830,9 @@ def main(argv=None):
     header = header_line(nvc, nvml, engines, cv2)
     skipped = "".join(f"\n\nNot run: {why}" for why in dict.fromkeys((gpu_why, nvdec_why)) if why)
     if args.loop > 1 and not loop_why:
-        skipped += (f"\n\nClips: each CDnet 4K clip of make_clips.py played {args.loop} times "
-                    f"over (remuxed, not re-encoded), so a pass is {args.loop} GOPs long")
+        skipped += (f"\n\nClips: each clip named played {args.loop} times over, not "
+                    f"re-encoded ({', '.join(name for name, _, _ in clips)}; .mkv: remuxed "
+                    f"by PyAV, .h264/.hevc: the Annex-B elementary stream NVDEC is fed)")
     elif loop_why:
         skipped += f"\n\n{loop_why}"
     print(header + skipped.replace("\n\n", "\n"), flush=True)
