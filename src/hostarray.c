@@ -223,22 +223,34 @@ int fm_host_image_pinned(const fm_host_image *img)
     return fm_is_pinned_range(img->data, last);
 }
 
-/* Large copies are split over a few threads: one core's memcpy (about 10 GB/s
- * on the lent H200's host) is far below what PCIe takes, and a pageable
- * frame's copy into pinned memory sits on the critical path of every upload.
- * More threads do not help: on that host a 4K grey frame packs in 0.74 ms on
- * one thread, 0.20 ms on 4, 0.21 ms on 8 and 0.29 ms on 16 (they contend for
- * memory bandwidth with each other and with the DMA). Pieces are at least
- * FM_PACK_CHUNK, so small images stay on one thread. */
+/* Large copies are split over threads: one core's memcpy (about 10 GB/s on
+ * the lent H200's host) is far below what PCIe takes, and a pageable frame's
+ * copy into pinned memory sits on the critical path of every upload. How many
+ * threads is best depends on where the frame lies: on that host a 4K grey
+ * frame still in cache packed fastest on 4 threads (0.20 ms; 0.29 on 16),
+ * while the pipeline over 40 frames in DRAM ran faster on all 16. So every
+ * OpenMP thread by default; FASTMOG_PACK_THREADS=N caps them. Pieces are at
+ * least FM_PACK_CHUNK, so small images stay on one thread. */
 #define FM_PACK_CHUNK ((size_t)1 << 18)
-#define FM_PACK_THREADS 4
+
+static long pack_threads(void)
+{
+    long n = omp_get_max_threads();
+    const char *env = getenv("FASTMOG_PACK_THREADS");
+    if (env != NULL) {
+        long asked = strtol(env, NULL, 10);
+        if (asked >= 1 && asked < n)
+            n = asked;
+    }
+    return n;
+}
 
 static void pack_rows(const fm_host_image *img, char *dst)
 {
     size_t row = fm_image_row_bytes(&img->shape);
     size_t total = row * (size_t)img->shape.height;
     long pieces = (long)(total / FM_PACK_CHUNK);
-    long threads = omp_get_max_threads() < FM_PACK_THREADS ? omp_get_max_threads() : FM_PACK_THREADS;
+    long threads = pack_threads();
     if (pieces > threads)
         pieces = threads;
     if (pieces < 1)
