@@ -4,6 +4,7 @@ vtest.avi's native 768x576 and at 4K (CDnet traffic frames tiled 12x9), plus
 a truncated and a corrupted copy. Needs PyAV (pip install av).
 
     python benchmarks/make_clips.py [OUT_DIR]      # default .testdata/clips
+    python benchmarks/make_clips.py --long 10      # the 4K clips x10 into .vclips
 
 The clips stay under ~20 MB together, so they can travel to a GPU machine
 beside a wheel. The corrupted copies are made reproducibly (fixed seed).
@@ -173,10 +174,30 @@ def damage(src, dst, kind):
     dst.write_bytes(bytes(data))
 
 
+def write_long_clips(clips, out, times):
+    manifest = json.loads((clips / "clips.json").read_text())
+    out.mkdir(parents=True, exist_ok=True)
+    long = {}
+    for name in ("traffic4k_h264.mp4", "traffic4k_hevc.mkv"):
+        looped = f"{pathlib.Path(name).stem}_x{times}.mkv"
+        entry = dict(manifest[name], frames=loop_clip(clips / name, out / looped, times))
+        for key in ("y_sha256", "uv_sha256"):     # the same frames, over and over
+            entry[key] = manifest[name][key] * times
+        long[looped] = entry
+        print(f"{looped:28s} {(out / looped).stat().st_size / 1e6:6.2f} MB")
+    (out / "clips.json").write_text(json.dumps(long, indent=1) + "\n")
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("out", nargs="?", type=pathlib.Path, default=ROOT / ".testdata" / "clips")
+    p.add_argument("--long", type=int, metavar="N", default=0,
+                   help="instead: the 4K clips of OUT played N times over (remuxed, not "
+                        "re-encoded) into .vclips, with their own clips.json: the long clips "
+                        "of the video benchmark, small enough to carry to a GPU machine")
     args = p.parse_args(argv)
+    if args.long:
+        return write_long_clips(args.out, ROOT / ".vclips", args.long)
     args.out.mkdir(parents=True, exist_ok=True)
     sources = {"vtest": vtest_frames, "traffic4k": traffic4k_frames, "wide": wide_frames}
     manifest = {}
