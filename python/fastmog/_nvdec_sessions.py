@@ -62,6 +62,9 @@ def _first_picture_is_idr(data, codec):
 
 
 class _Gop:
+    """A closed GOP: its packets (Annex-B bytes and pts) in decode order, and
+    the index of its first frame in the video."""
+
     __slots__ = ("number", "first", "packets", "pts")
 
     def __init__(self, number, first):
@@ -186,7 +189,7 @@ class ParallelNvdecDecoder:
         self.width, self.height, self.codec = p.width, p.height, p.codec
         self.declared, self.engines, self.time_base = p.declared, p.engines, p.time_base
         self.sessions = sessions
-        self.gops = []                       # sizes of the GOPs cut so far (by number)
+        self.gops = []                       # the GOPs dispatched so far, by number
         self.cut = threading.Condition()     # guards gops, demux_done, consumer_gop
         self.demux_done, self.demux_error, self.consumer_gop = False, None, 0
         self.stopping = threading.Event()
