@@ -1,6 +1,7 @@
 /* Devices: selecting one, asking what there is, and waiting for GPU work
  * without blocking Python. */
 #include "fastmog.h"
+#include "docstrings.h"
 
 #include <time.h>
 
@@ -180,19 +181,11 @@ static cudaError_t probe_devices(int *count)
     return err;
 }
 
-PyDoc_STRVAR(cuda_available_doc,
-"cuda_available($module, /)\n--\n\n"
-"True if the CUDA driver is loaded and at least one GPU is usable.");
-
 static PyObject *cuda_available(PyObject *module, PyObject *Py_UNUSED(ignored))
 {
     int count;
     return PyBool_FromLong(probe_devices(&count) == cudaSuccess);
 }
-
-PyDoc_STRVAR(device_count_doc,
-"device_count($module, /)\n--\n\n"
-"Number of usable CUDA devices; 0 where there is no GPU or driver.");
 
 static PyObject *device_count(PyObject *module, PyObject *Py_UNUSED(ignored))
 {
@@ -201,22 +194,12 @@ static PyObject *device_count(PyObject *module, PyObject *Py_UNUSED(ignored))
     return PyLong_FromLong(count);
 }
 
-PyDoc_STRVAR(cuda_status_doc,
-"_cuda_status($module, /)\n--\n\n"
-"(error name, error text) of asking the runtime for devices: ('cudaSuccess',\n"
-"...) when a GPU is usable. For diagnose().");
-
 static PyObject *cuda_status(PyObject *module, PyObject *Py_UNUSED(ignored))
 {
     int count;
     cudaError_t err = probe_devices(&count);
     return Py_BuildValue("(ss)", cudaGetErrorName(err), cudaGetErrorString(err));
 }
-
-PyDoc_STRVAR(versions_doc,
-"_versions($module, /)\n--\n\n"
-"(runtime version, driver version) as CUDA encodes them (1000*major +\n"
-"10*minor); the driver version is 0 where no driver is installed.");
 
 static PyObject *versions(PyObject *module, PyObject *Py_UNUSED(ignored))
 {
@@ -237,11 +220,6 @@ static int device_of_args(fm_state *st, PyObject *args, const char *format, int 
         return -1;
     return fm_resolve_device(st, device_arg, device);
 }
-
-PyDoc_STRVAR(device_properties_doc,
-"device_properties($module, device=None, /)\n--\n\n"
-"A dict describing a CUDA device: name, compute capability, memory,\n"
-"multiprocessors, L2 cache, PCI bus id.");
 
 static PyObject *device_properties(PyObject *module, PyObject *args)
 {
@@ -264,10 +242,6 @@ static PyObject *device_properties(PyObject *module, PyObject *args)
                          "l2_cache_bytes", p.l2CacheSize, "pci_bus_id", bus_id);
 }
 
-PyDoc_STRVAR(mem_get_info_doc,
-"mem_get_info($module, device=None, /)\n--\n\n"
-"(free, total) bytes of device memory, as cudaMemGetInfo reports them.");
-
 static PyObject *mem_get_info(PyObject *module, PyObject *args)
 {
     fm_state *st = fm_state_of_module(module);
@@ -285,11 +259,11 @@ static PyObject *mem_get_info(PyObject *module, PyObject *args)
 }
 
 PyMethodDef fm_device_methods[] = {
-    {"cuda_available", cuda_available, METH_NOARGS, cuda_available_doc},
-    {"device_count", device_count, METH_NOARGS, device_count_doc},
-    {"_cuda_status", cuda_status, METH_NOARGS, cuda_status_doc},
-    {"_versions", versions, METH_NOARGS, versions_doc},
-    {"device_properties", device_properties, METH_VARARGS, device_properties_doc},
-    {"mem_get_info", mem_get_info, METH_VARARGS, mem_get_info_doc},
+    {"cuda_available", cuda_available, METH_NOARGS, FM_DOC_CUDA_AVAILABLE},
+    {"device_count", device_count, METH_NOARGS, FM_DOC_DEVICE_COUNT},
+    {"_cuda_status", cuda_status, METH_NOARGS, FM_DOC_CUDA_STATUS},
+    {"_versions", versions, METH_NOARGS, FM_DOC_VERSIONS},
+    {"device_properties", device_properties, METH_VARARGS, FM_DOC_DEVICE_PROPERTIES},
+    {"mem_get_info", mem_get_info, METH_VARARGS, FM_DOC_MEM_GET_INFO},
     {NULL, NULL, 0, NULL},
 };

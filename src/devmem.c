@@ -13,6 +13,7 @@
  * it has passed the point of use, ours (fm_device_buffer_use) or a consumer's
  * (fm_device_buffer_consumer_done, for DLPack exports). */
 #include "fastmog.h"
+#include "docstrings.h"
 
 #define FM_DEVICE_CACHE_BYTES ((uint64_t)512 << 20)
 
@@ -319,12 +320,6 @@ PyType_Spec fm_device_buffer_spec = {
 
 /* ---- module functions: fastmog's memory caches ------------------------------ */
 
-PyDoc_STRVAR(empty_cache_doc,
-"empty_cache($module, /)\n--\n\n"
-"Returns cached pinned blocks and device memory that no object uses to the\n"
-"system. Freeing pinned memory synchronizes the device (CUDA does), so this\n"
-"is for the end of a phase, not for the per-frame path.");
-
 static PyObject *empty_cache(PyObject *module, PyObject *Py_UNUSED(ignored))
 {
     fm_state *st = fm_state_of_module(module);
@@ -344,12 +339,6 @@ static PyObject *pool_stats(cudaMemPool_t pool)
     return Py_BuildValue("{s:K,s:K}", "reserved", (unsigned long long)reserved,
                          "used", (unsigned long long)used);
 }
-
-PyDoc_STRVAR(memory_stats_doc,
-"memory_stats($module, /)\n--\n\n"
-"A dict of fastmog's memory use: pinned bytes in use and cached, the number\n"
-"of cudaHostAlloc calls so far, objects waiting for GPU work before release,\n"
-"and per device the bytes reserved by and in use from fastmog's pool.");
 
 static PyObject *memory_stats(PyObject *module, PyObject *Py_UNUSED(ignored))
 {
@@ -378,7 +367,7 @@ static PyObject *memory_stats(PyObject *module, PyObject *Py_UNUSED(ignored))
 }
 
 PyMethodDef fm_devmem_methods[] = {
-    {"empty_cache", empty_cache, METH_NOARGS, empty_cache_doc},
-    {"memory_stats", memory_stats, METH_NOARGS, memory_stats_doc},
+    {"empty_cache", empty_cache, METH_NOARGS, FM_DOC_EMPTY_CACHE},
+    {"memory_stats", memory_stats, METH_NOARGS, FM_DOC_MEMORY_STATS},
     {NULL, NULL, 0, NULL},
 };

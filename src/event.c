@@ -1,5 +1,6 @@
 /* fastmog.Event: a CUDA event to record, wait for and time. */
 #include "fastmog.h"
+#include "docstrings.h"
 
 /* Fills a new Event and creates its handle; `device` is the current one. */
 static int event_create(fm_state *st, fm_Event *self, int device, int timing)
@@ -85,10 +86,6 @@ int fm_event_record(fm_state *st, fm_Event *event, fm_Stream *stream)
     return 0;
 }
 
-PyDoc_STRVAR(Event_record_doc,
-"record($self, /, *, stream)\n--\n\n"
-"Records this event at the current end of `stream`; returns self.");
-
 static PyObject *Event_record(PyObject *op, PyObject *args, PyObject *kwargs)
 {
     static char *kwlist[] = {"stream", NULL};
@@ -104,10 +101,6 @@ static PyObject *Event_record(PyObject *op, PyObject *args, PyObject *kwargs)
         return NULL;
     return Py_NewRef(op);
 }
-
-PyDoc_STRVAR(Event_synchronize_doc,
-"synchronize($self, /, *, timer=None)\n--\n\n"
-"Waits until the recorded work is done (GIL released, interruptible).");
 
 static PyObject *Event_synchronize(PyObject *op, PyObject *args, PyObject *kwargs)
 {
@@ -125,20 +118,11 @@ static PyObject *Event_synchronize(PyObject *op, PyObject *args, PyObject *kwarg
     return result;
 }
 
-PyDoc_STRVAR(Event_query_doc,
-"query($self, /)\n--\n\n"
-"True if the recorded work is done (or nothing was recorded); never waits.");
-
 static PyObject *Event_query(PyObject *op, PyObject *Py_UNUSED(ignored))
 {
     fm_Event *self = open_event(op);
     return self != NULL ? fm_query(fm_state_of(op), self->device, NULL, self->handle) : NULL;
 }
-
-PyDoc_STRVAR(Event_elapsed_time_doc,
-"elapsed_time($self, end, /)\n--\n\n"
-"Milliseconds of GPU time from this event to `end`. Both must be timing\n"
-"events, recorded, and complete (synchronize `end` first).");
 
 static PyObject *Event_elapsed_time(PyObject *op, PyObject *arg)
 {
@@ -244,11 +228,11 @@ static void Event_dealloc(PyObject *op)
 
 static PyMethodDef Event_methods[] = {
     {"record", (PyCFunction)(void (*)(void))Event_record,
-     METH_VARARGS | METH_KEYWORDS, Event_record_doc},
+     METH_VARARGS | METH_KEYWORDS, FM_DOC_EVENT_RECORD},
     {"synchronize", (PyCFunction)(void (*)(void))Event_synchronize,
-     METH_VARARGS | METH_KEYWORDS, Event_synchronize_doc},
-    {"query", Event_query, METH_NOARGS, Event_query_doc},
-    {"elapsed_time", Event_elapsed_time, METH_O, Event_elapsed_time_doc},
+     METH_VARARGS | METH_KEYWORDS, FM_DOC_EVENT_SYNCHRONIZE},
+    {"query", Event_query, METH_NOARGS, FM_DOC_EVENT_QUERY},
+    {"elapsed_time", Event_elapsed_time, METH_O, FM_DOC_EVENT_ELAPSED_TIME},
     {"close", Event_close, METH_NOARGS, "close($self, /)\n--\n\nReleases the event. Idempotent."},
     {"__enter__", Event_enter, METH_NOARGS, NULL},
     {"__exit__", Event_exit, METH_VARARGS, NULL},
@@ -262,18 +246,13 @@ static PyGetSetDef Event_getset[] = {
     {NULL, NULL, NULL, NULL, NULL},
 };
 
-PyDoc_STRVAR(Event_doc,
-"Event(*, timing=True, device=None)\n--\n\n"
-"A CUDA event: record(stream=s) marks a point in a stream; synchronize(),\n"
-"query() and start.elapsed_time(end) read it.");
-
 static PyType_Slot Event_slots[] = {
     {Py_tp_new, Event_new},
     {Py_tp_dealloc, Event_dealloc},
     {Py_tp_repr, Event_repr},
     {Py_tp_methods, Event_methods},
     {Py_tp_getset, Event_getset},
-    {Py_tp_doc, (void *)Event_doc},
+    {Py_tp_doc, (void *)FM_DOC_EVENT},
     {0, NULL},
 };
 

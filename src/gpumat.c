@@ -1,6 +1,7 @@
 /* fastmog.GpuMat: a pitched device image and its views; its copies to and
  * from the host go through the front door (transfer.c). */
 #include "fastmog.h"
+#include "docstrings.h"
 
 #include <math.h>
 #include <structmember.h>
@@ -206,14 +207,6 @@ static fm_image_rule same_as(const fm_GpuMat *m, int writable)
     return rule;
 }
 
-PyDoc_STRVAR(GpuMat_upload_doc,
-"upload($self, array, /, *, stream, timer=None)\n--\n\n"
-"Copies a numpy array of the same shape and dtype into this GpuMat, queued\n"
-"on `stream`. Rows may be strided; pixels within a row must be contiguous.\n"
-"A pinned source is copied directly and kept alive until the copy is done;\n"
-"a pageable one goes through a pinned staging buffer, so the call never\n"
-"waits for the GPU either way.");
-
 static PyObject *GpuMat_upload(PyObject *op, PyObject *args, PyObject *kwargs)
 {
     PyObject *array_arg, *stream_arg, *timer;
@@ -235,11 +228,6 @@ static PyObject *GpuMat_upload(PyObject *op, PyObject *args, PyObject *kwargs)
     Py_DECREF(copied);
     Py_RETURN_NONE;
 }
-
-PyDoc_STRVAR(GpuMat_from_array_doc,
-"from_array($cls, array, /, *, stream, device=None, timer=None)\n--\n\n"
-"A new GpuMat holding a copy of a numpy array (H x W or H x W x C), queued\n"
-"on `stream`.");
 
 static PyObject *GpuMat_from_array(PyTypeObject *type, PyObject *args, PyObject *kwargs)
 {
@@ -263,14 +251,6 @@ static PyObject *GpuMat_from_array(PyTypeObject *type, PyObject *args, PyObject 
         return NULL;
     return (PyObject *)upload_call(st, NULL, &src, stream, device, timer);
 }
-
-PyDoc_STRVAR(GpuMat_download_doc,
-"download($self, /, out=None, *, stream, blocking=True, timer=None)\n--\n\n"
-"Copies this GpuMat to host memory, queued on `stream`, and returns the\n"
-"array: `out` if given, else a new pinned array. With blocking=True the call\n"
-"waits (GIL released, interruptible) until the data is valid; with\n"
-"blocking=False it returns at once and the data is valid once the stream is\n"
-"synchronized (this needs a pinned destination).");
 
 static PyObject *GpuMat_download(PyObject *op, PyObject *args, PyObject *kwargs)
 {
@@ -299,11 +279,6 @@ static PyObject *GpuMat_download(PyObject *op, PyObject *args, PyObject *kwargs)
     fm_device_exit(&guard);
     return fm_call_end(st, &call, result);
 }
-
-PyDoc_STRVAR(GpuMat_copy_to_doc,
-"copy_to($self, other, /, *, stream, timer=None)\n--\n\n"
-"Copies this GpuMat into `other` (same shape, dtype and device), queued on\n"
-"`stream`.");
 
 static PyObject *GpuMat_copy_to(PyObject *op, PyObject *args, PyObject *kwargs)
 {
@@ -391,11 +366,6 @@ static int store_value(double value, int type_num, unsigned char *out)
     }
     return 0;
 }
-
-PyDoc_STRVAR(GpuMat_fill_doc,
-"fill($self, value, /, *, stream, timer=None)\n--\n\n"
-"Sets every pixel to `value`: a number, or one number per channel. Queued\n"
-"on `stream`.");
 
 static PyObject *GpuMat_fill(PyObject *op, PyObject *args, PyObject *kwargs)
 {
@@ -527,11 +497,6 @@ static PyObject *GpuMat_subscript(PyObject *op, PyObject *key)
     return make_roi(st, m, x0, y0, x1 - x0, y1 - y0);
 }
 
-PyDoc_STRVAR(GpuMat_roi_doc,
-"roi($self, x, y, width, height, /)\n--\n\n"
-"A view of a rectangle of this image sharing its memory (as m[y:y+height,\n"
-"x:x+width]).");
-
 static PyObject *GpuMat_roi(PyObject *op, PyObject *args)
 {
     int x, y, w, h;
@@ -551,13 +516,6 @@ static PyObject *GpuMat_roi(PyObject *op, PyObject *args)
 }
 
 /* ---- lifetime ---------------------------------------------------------- */
-
-PyDoc_STRVAR(GpuMat_close_doc,
-"close($self, /)\n--\n\n"
-"Releases this GpuMat's device memory once the work queued on it is done\n"
-"(views and DLPack exports keep it alive). After a __cuda_array_interface__\n"
-"export the memory stays until the object itself is gone, since consumers\n"
-"of that protocol hold the object, not the memory. Idempotent.");
 
 static PyObject *GpuMat_close(PyObject *op, PyObject *Py_UNUSED(ignored))
 {
@@ -661,10 +619,6 @@ static PyObject *GpuMat_repr(PyObject *op)
                                 m->device, m->pitch, m->shape.readonly ? " read-only" : "");
 }
 
-PyDoc_STRVAR(GpuMat_repr_html_doc,
-"_repr_html_($self, /)\n--\n\n"
-"Metadata as an HTML table for notebooks; never copies or synchronizes.");
-
 static PyObject *GpuMat_repr_html(PyObject *op, PyObject *Py_UNUSED(ignored))
 {
     fm_GpuMat *m = (fm_GpuMat *)op;
@@ -681,17 +635,17 @@ static PyObject *GpuMat_repr_html(PyObject *op, PyObject *Py_UNUSED(ignored))
 
 static PyMethodDef GpuMat_methods[] = {
     {"from_array", (PyCFunction)(void (*)(void))GpuMat_from_array,
-     METH_VARARGS | METH_KEYWORDS | METH_CLASS, GpuMat_from_array_doc},
+     METH_VARARGS | METH_KEYWORDS | METH_CLASS, FM_DOC_GPUMAT_FROM_ARRAY},
     {"upload", (PyCFunction)(void (*)(void))GpuMat_upload,
-     METH_VARARGS | METH_KEYWORDS, GpuMat_upload_doc},
+     METH_VARARGS | METH_KEYWORDS, FM_DOC_GPUMAT_UPLOAD},
     {"download", (PyCFunction)(void (*)(void))GpuMat_download,
-     METH_VARARGS | METH_KEYWORDS, GpuMat_download_doc},
+     METH_VARARGS | METH_KEYWORDS, FM_DOC_GPUMAT_DOWNLOAD},
     {"copy_to", (PyCFunction)(void (*)(void))GpuMat_copy_to,
-     METH_VARARGS | METH_KEYWORDS, GpuMat_copy_to_doc},
+     METH_VARARGS | METH_KEYWORDS, FM_DOC_GPUMAT_COPY_TO},
     {"fill", (PyCFunction)(void (*)(void))GpuMat_fill,
-     METH_VARARGS | METH_KEYWORDS, GpuMat_fill_doc},
-    {"roi", GpuMat_roi, METH_VARARGS, GpuMat_roi_doc},
-    {"close", GpuMat_close, METH_NOARGS, GpuMat_close_doc},
+     METH_VARARGS | METH_KEYWORDS, FM_DOC_GPUMAT_FILL},
+    {"roi", GpuMat_roi, METH_VARARGS, FM_DOC_GPUMAT_ROI},
+    {"close", GpuMat_close, METH_NOARGS, FM_DOC_GPUMAT_CLOSE},
     {"__enter__", GpuMat_enter, METH_NOARGS, NULL},
     {"__exit__", GpuMat_exit, METH_VARARGS, NULL},
     {"__dlpack__", (PyCFunction)(void (*)(void))fm_gpumat_dlpack,
@@ -701,7 +655,7 @@ static PyMethodDef GpuMat_methods[] = {
      "GPU) for the work queued on this image; the host never waits."},
     {"__dlpack_device__", fm_gpumat_dlpack_device, METH_NOARGS,
      "__dlpack_device__($self, /)\n--\n\n(kDLCUDA, device)."},
-    {"_repr_html_", GpuMat_repr_html, METH_NOARGS, GpuMat_repr_html_doc},
+    {"_repr_html_", GpuMat_repr_html, METH_NOARGS, FM_DOC_GPUMAT_REPR_HTML},
     {NULL, NULL, 0, NULL},
 };
 
@@ -729,14 +683,6 @@ static PyGetSetDef GpuMat_getset[] = {
     {NULL, NULL, NULL, NULL, NULL},
 };
 
-PyDoc_STRVAR(GpuMat_doc,
-"GpuMat(shape, dtype=numpy.uint8, *, device=None)\n--\n\n"
-"An image in device memory with pitched rows: shape (H, W) or (H, W, C)\n"
-"with C in 1, 3, 4. The constructor leaves it uninitialised; use\n"
-"GpuMat.from_array(a, stream=s), upload(), fill() or copy_to() to fill it.\n"
-"m[y0:y1, x0:x1] is a view sharing memory. close() or a with-block\n"
-"releases the memory in stream order.");
-
 static PyType_Slot GpuMat_slots[] = {
     {Py_tp_new, GpuMat_new},
     {Py_tp_dealloc, GpuMat_dealloc},
@@ -747,7 +693,7 @@ static PyType_Slot GpuMat_slots[] = {
     {Py_tp_members, GpuMat_members},
     {Py_tp_getset, GpuMat_getset},
     {Py_mp_subscript, GpuMat_subscript},
-    {Py_tp_doc, (void *)GpuMat_doc},
+    {Py_tp_doc, (void *)FM_DOC_GPUMAT},
     {0, NULL},
 };
 

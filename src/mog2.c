@@ -2,6 +2,7 @@
  * GPU. The model lives in one device allocation made at (re)initialisation;
  * the per-frame path allocates nothing. */
 #include "mog2_base.h"
+#include "docstrings.h"
 
 typedef struct fm_MOG2 {
     fm_MOG2Base base;
@@ -233,64 +234,6 @@ static int queue_frames(fm_state *st, fm_MOG2 *self, double learning_rate, fm_mo
     return 0;
 }
 
-PyDoc_STRVAR(MOG2_apply_doc,
-"apply($self, frame, /, learning_rate=-1.0, *, stream, fgmask=None,\n"
-"      known_foreground=None, timer=None)\n--\n\n"
-"Updates the model with `frame` and returns the foreground mask (uint8:\n"
-"0 background, shadow_value shadow, 255 foreground), queued on `stream`.\n\n"
-"frame: a GpuMat, a numpy array (uploaded through a pinned staging buffer)\n"
-"or any producer's device memory (CuPy, PyTorch, PyNvVideoCodec planes);\n"
-"H x W or H x W x C, C in 1, 3, 4; uint8 or float32.\n"
-"A frame of another size, channel count or dtype restarts the model, as in\n"
-"OpenCV. learning_rate: negative for automatic (1/min(2*n, history)), 0\n"
-"freezes the model, 1 restarts it on every frame.\n"
-"The returned mask is a GpuMat the subtractor reuses: the next apply()\n"
-"overwrites it. Download or copy it first, or pass your own fgmask=.\n"
-"known_foreground: uint8 H x W; non-zero pixels are foreground and not\n"
-"learned (OpenCV 4.13+).");
-
-static PyObject *MOG2_apply(PyObject *op, PyObject *args, PyObject *kwargs)
-{
-    fm_state *st = fm_state_of(op);
-    fm_MOG2 *self = (fm_MOG2 *)op;
-    PyObject *result = NULL;
-    fm_mog2_call_args a;
-    frame_images images = {NULL, NULL, NULL, 0};
-    fm_mog2_step step;
-    fm_device_guard guard;
-    fm_call call;
-
-    if (fm_mog2_call_args_parse(st, args, kwargs, FM_MOG2_CALL_GPU, self->device, &a) < 0)
-        return NULL;
-    fm_Stream *stream = a.stream;
-    int h, w, c;
-    fm_peek_shape(st, a.frames, &h, &w, &c);
-    if (fm_call_begin(st, &call, "BackgroundSubtractorMOG2.apply", "kernel mog2_apply", a.timer,
-                      stream, h > 0 ? h : -1, w, c) < 0)
-        return NULL;
-    if (fm_device_enter(st, self->device, &guard) < 0)
-        return fm_call_end(st, &call, NULL);
-    if (fm_mog2_lock_open(&self->base) < 0)
-        goto exit_device;
-    if (reserve_staging(self, 1) < 0
-        || stage_frame(st, self, a.frames, a.known, -1, 0, NULL, stream, a.timer, &images) < 0)
-        goto done;
-    /* The caller's mask is checked after staging: another thread may have
-     * closed it while this one waited for the lock (the GIL was released). */
-    if (a.fgmasks != Py_None) {
-        if ((images.mask = caller_mask(st, self, a.fgmasks, -1, &images.frame->shape)) == NULL)
-            goto done;
-    }
-    if (queue_frames(st, self, a.learning_rate, &step, &images, 1, stream, &call) == 0)
-        result = Py_NewRef(images.mask);
-done:
-    fm_mog2_unlock(&self->base);
-exit_device:
-    fm_device_exit(&guard);
-    release_images(&images, 1);
-    return fm_call_end(st, &call, result);
-}
-
 /* apply_batch's K masks when the caller gives none: views of one K*H x W
  * buffer the subtractor keeps (grown when a batch is larger). */
 static int reused_batch_masks(fm_state *st, fm_MOG2 *self, const fm_image_shape *frame,
@@ -317,23 +260,14 @@ static int reused_batch_masks(fm_state *st, fm_MOG2 *self, const fm_image_shape 
     return 0;
 }
 
-PyDoc_STRVAR(MOG2_apply_batch_doc,
-"apply_batch($self, frames, /, learning_rate=-1.0, *, stream, fgmasks=None,\n"
-"            known_foreground=None, timer=None)\n--\n\n"
-"Updates the model with K consecutive frames in one pass over its state and\n"
-"returns their K masks as a tuple of GpuMats: exactly what K apply() calls\n"
-"return (the automatic learning rate advances frame by frame), with the\n"
-"model read and written once per 16 frames instead of once per frame.\n\n"
-"frames: a list or tuple of frames, or an array whose first axis is K\n"
-"(numpy, CuPy, PyTorch...); each anything apply() takes, all of one shape\n"
-"and dtype. fgmasks: K GpuMats to write, or None: views of one buffer the\n"
-"subtractor reuses (the next apply_batch() overwrites them).\n"
-"known_foreground: None, or K entries, each None or a uint8 H x W mask.");
-
-static PyObject *MOG2_apply_batch(PyObject *op, PyObject *args, PyObject *kwargs)
+/* apply() and apply_batch(): one path, apply's frame being a batch of one
+ * whose arguments are named frame and fgmask and whose result is the mask
+ * itself. */
+static PyObject *apply_frames(PyObject *op, PyObject *args, PyObject *kwargs, int batch)
 {
     fm_state *st = fm_state_of(op);
     fm_MOG2 *self = (fm_MOG2 *)op;
+    const int flags = FM_MOG2_CALL_GPU | (batch ? FM_MOG2_CALL_BATCH : 0);
     PyObject *result = NULL;
     fm_mog2_call_args a;
     fm_mog2_sequences seq;
@@ -342,9 +276,8 @@ static PyObject *MOG2_apply_batch(PyObject *op, PyObject *args, PyObject *kwargs
     fm_device_guard guard;
     fm_call call;
 
-    if (fm_mog2_call_args_parse(st, args, kwargs, FM_MOG2_CALL_GPU | FM_MOG2_CALL_BATCH,
-                                self->device, &a) < 0
-        || fm_mog2_sequences_get(&seq, a.frames, a.known, a.fgmasks, -1) < 0)
+    if (fm_mog2_call_args_parse(st, args, kwargs, flags, self->device, &a) < 0
+        || fm_mog2_call_frames(&a, flags, &seq) < 0)
         return NULL;
     fm_Stream *stream = a.stream;
     const int count = seq.count;
@@ -360,8 +293,9 @@ static PyObject *MOG2_apply_batch(PyObject *op, PyObject *args, PyObject *kwargs
     }
     int h, w, c;
     fm_peek_shape(st, PySequence_Fast_GET_ITEM(seq.frames, 0), &h, &w, &c);
-    if (fm_call_begin(st, &call, "BackgroundSubtractorMOG2.apply_batch", "kernel mog2_apply",
-                      a.timer, stream, h > 0 ? h * count : -1, w, c) < 0)
+    if (fm_call_begin(st, &call, batch ? "BackgroundSubtractorMOG2.apply_batch"
+                                       : "BackgroundSubtractorMOG2.apply",
+                      "kernel mog2_apply", a.timer, stream, h > 0 ? h * count : -1, w, c) < 0)
         goto out;
     if (fm_device_enter(st, self->device, &guard) < 0)
         goto end_call;
@@ -371,23 +305,28 @@ static PyObject *MOG2_apply_batch(PyObject *op, PyObject *args, PyObject *kwargs
         goto done;
     for (int k = 0; k < count; ++k) {
         if (stage_frame(st, self, PySequence_Fast_GET_ITEM(seq.frames, k),
-                        fm_mog2_entry(seq.known, k), k, k,
+                        fm_mog2_entry(seq.known, k), fm_mog2_index(&seq, k), k,
                         k == 0 ? NULL : &images[0].frame->shape, stream, a.timer, &images[k]) < 0)
             goto done;
     }
+    /* The caller's masks are checked after staging: another thread may have
+     * closed one while this one waited for the lock (the GIL was released).
+     * apply without fgmask= gets the model's own mask in queue_frames. */
     const fm_image_shape *shape = &images[0].frame->shape;
     if (seq.fgmasks != NULL) {
         for (int k = 0; k < count; ++k)
             if ((images[k].mask = caller_mask(st, self, PySequence_Fast_GET_ITEM(seq.fgmasks, k),
-                                              k, shape)) == NULL)
+                                              fm_mog2_index(&seq, k), shape)) == NULL)
                 goto done;
     }
-    else if (reused_batch_masks(st, self, shape, images, count) < 0) {
+    else if (batch && reused_batch_masks(st, self, shape, images, count) < 0) {
         goto done;
     }
     if (queue_frames(st, self, a.learning_rate, steps, images, count, stream, &call) < 0)
         goto done;
-    if ((result = PyTuple_New(count)) != NULL)
+    if (!batch)
+        result = Py_NewRef(images[0].mask);
+    else if ((result = PyTuple_New(count)) != NULL)
         for (int k = 0; k < count; ++k)
             PyTuple_SET_ITEM(result, k, Py_NewRef(images[k].mask));
 done:
@@ -402,6 +341,16 @@ out:
     PyMem_Free(steps);
     fm_mog2_sequences_clear(&seq);
     return result;
+}
+
+static PyObject *MOG2_apply(PyObject *op, PyObject *args, PyObject *kwargs)
+{
+    return apply_frames(op, args, kwargs, 0);
+}
+
+static PyObject *MOG2_apply_batch(PyObject *op, PyObject *args, PyObject *kwargs)
+{
+    return apply_frames(op, args, kwargs, 1);
 }
 
 /* ---- apply_cameras: many models, one launch ------------------------------ */
@@ -475,19 +424,6 @@ done:
     return result;
 }
 
-PyDoc_STRVAR(apply_cameras_doc,
-"apply_cameras(subtractors, frames, /, learning_rate=-1.0, *, stream,\n"
-"              fgmasks=None, known_foreground=None, timer=None)\n--\n\n"
-"Updates N subtractors, each with its own frame, in one kernel launch (up\n"
-"to 64 cameras per launch), and returns their N masks as a tuple: exactly\n"
-"what N apply() calls return. Frames may differ in size, channels and dtype\n"
-"and are taken as they are (no copy to stack them).\n\n"
-"subtractors: N distinct BackgroundSubtractorMOG2 on the stream's device.\n"
-"frames: N frames, each anything apply() takes. learning_rate: one value\n"
-"for all, or N values. fgmasks: N GpuMats to write, or None (each\n"
-"subtractor's reused mask). known_foreground: None, or N entries, each None\n"
-"or a uint8 mask.");
-
 static PyObject *apply_cameras(PyObject *module, PyObject *args, PyObject *kwargs)
 {
     static char *kwlist[] = {"", "", "learning_rate", "stream", "fgmasks", "known_foreground",
@@ -496,7 +432,7 @@ static PyObject *apply_cameras(PyObject *module, PyObject *args, PyObject *kwarg
     PyObject *subs_arg, *frames_arg, *rate_arg = NULL, *stream_arg = NULL;
     PyObject *fgmasks_arg = Py_None, *known_arg = Py_None, *timer = NULL, *result = NULL;
     PyObject *subs = NULL;
-    fm_mog2_sequences seq = {NULL, NULL, NULL, 0};
+    fm_mog2_sequences seq = {NULL, NULL, NULL, 0, 0};
     camera_call *cams = NULL;
     fm_MOG2Base **bases = NULL;     /* [0, n): call order; [n, 2n): lock order */
     double *rates = NULL;
@@ -564,15 +500,9 @@ out:
 
 PyMethodDef fm_mog2_methods_module[] = {
     {"apply_cameras", (PyCFunction)(void (*)(void))apply_cameras, METH_VARARGS | METH_KEYWORDS,
-     apply_cameras_doc},
+     FM_DOC_APPLY_CAMERAS},
     {NULL, NULL, 0, NULL},
 };
-
-PyDoc_STRVAR(MOG2_get_background_image_doc,
-"get_background_image($self, /, *, stream, out=None, timer=None)\n--\n\n"
-"The background image as OpenCV's CPU computes it (the weighted mean of the\n"
-"background modes), queued on `stream`: uint8 for uint8 frames, float32 for\n"
-"float32 frames, with the frames' channels. Written into `out` if given.");
 
 static PyObject *MOG2_get_background_image(PyObject *op, PyObject *args, PyObject *kwargs)
 {
@@ -643,11 +573,6 @@ exit_device:
     return fm_call_end(st, &call, NULL);
 }
 
-PyDoc_STRVAR(MOG2_mode_counts_doc,
-"mode_counts($self, /)\n--\n\n"
-"A read-only H x W uint8 GpuMat view of the number of modes each pixel's\n"
-"model uses now (a view of the model, not a copy: it changes with apply()).");
-
 static PyObject *MOG2_mode_counts(PyObject *op, PyObject *Py_UNUSED(ignored))
 {
     fm_MOG2 *self = (fm_MOG2 *)op;
@@ -713,14 +638,14 @@ static int MOG2_clear(PyObject *op)
 
 static PyMethodDef MOG2_methods[] = {
     {"apply", (PyCFunction)(void (*)(void))MOG2_apply, METH_VARARGS | METH_KEYWORDS,
-     MOG2_apply_doc},
+     FM_DOC_MOG2_APPLY},
     {"apply_batch", (PyCFunction)(void (*)(void))MOG2_apply_batch, METH_VARARGS | METH_KEYWORDS,
-     MOG2_apply_batch_doc},
+     FM_DOC_MOG2_APPLY_BATCH},
     {"get_background_image", (PyCFunction)(void (*)(void))MOG2_get_background_image,
-     METH_VARARGS | METH_KEYWORDS, MOG2_get_background_image_doc},
+     METH_VARARGS | METH_KEYWORDS, FM_DOC_MOG2_GET_BACKGROUND_IMAGE},
     {"getBackgroundImage", (PyCFunction)(void (*)(void))MOG2_get_background_image,
      METH_VARARGS | METH_KEYWORDS, "OpenCV-style alias of get_background_image."},
-    {"mode_counts", MOG2_mode_counts, METH_NOARGS, MOG2_mode_counts_doc},
+    {"mode_counts", MOG2_mode_counts, METH_NOARGS, FM_DOC_MOG2_MODE_COUNTS},
     {NULL, NULL, 0, NULL},
 };
 
@@ -730,13 +655,6 @@ static PyGetSetDef MOG2_getset[] = {
     {NULL, NULL, NULL, NULL, NULL},
 };
 
-PyDoc_STRVAR(MOG2_doc,
-"Zivkovic's adaptive Gaussian mixture background subtractor, computing\n"
-"exactly what OpenCV's CPU cv2.BackgroundSubtractorMOG2 computes, on the GPU.\n"
-"Every parameter is a property; a new value takes effect at the next apply().\n"
-"Model state: n_mixtures * (2 + channels) floats + 1 byte per pixel, as in\n"
-"OpenCV (101 bytes per pixel for BGR with 5 modes).");
-
 static PyType_Slot MOG2_slots[] = {
     {Py_tp_new, MOG2_new},
     {Py_tp_dealloc, fm_mog2_dealloc},
@@ -745,7 +663,7 @@ static PyType_Slot MOG2_slots[] = {
     {Py_tp_repr, MOG2_repr},
     {Py_tp_methods, MOG2_methods},
     {Py_tp_getset, MOG2_getset},
-    {Py_tp_doc, (void *)MOG2_doc},
+    {Py_tp_doc, (void *)FM_DOC_MOG2},
     {0, NULL},
 };
 

@@ -3,6 +3,7 @@
  * options; the hidden base type _MOG2Base carries them and the bookkeeping
  * both subtractors share. */
 #include "mog2_base.h"
+#include "docstrings.h"
 
 #include <math.h>
 #include <string.h>
@@ -574,6 +575,21 @@ int fm_mog2_sequences_get(fm_mog2_sequences *seq, PyObject *frames, PyObject *kn
     return 0;
 }
 
+int fm_mog2_call_frames(const fm_mog2_call_args *a, int flags, fm_mog2_sequences *seq)
+{
+    if (flags & FM_MOG2_CALL_BATCH)
+        return fm_mog2_sequences_get(seq, a->frames, a->known, a->fgmasks, -1);
+    memset(seq, 0, sizeof *seq);
+    seq->count = seq->one = 1;
+    if ((seq->frames = PyTuple_Pack(1, a->frames)) == NULL
+        || (a->known != Py_None && (seq->known = PyTuple_Pack(1, a->known)) == NULL)
+        || (a->fgmasks != Py_None && (seq->fgmasks = PyTuple_Pack(1, a->fgmasks)) == NULL)) {
+        fm_mog2_sequences_clear(seq);
+        return -1;
+    }
+    return 0;
+}
+
 void fm_mog2_sequences_clear(fm_mog2_sequences *seq)
 {
     Py_CLEAR(seq->frames);
@@ -728,10 +744,6 @@ static PyGetSetDef Base_getset[] = {
     {NULL, NULL, NULL, NULL, NULL},
 };
 
-PyDoc_STRVAR(Base_reset_doc,
-"reset($self, /)\n--\n\n"
-"Forgets the model: the next apply() starts a new one (no GPU work now).");
-
 static PyObject *Base_reset(PyObject *op, PyObject *Py_UNUSED(ignored))
 {
     fm_MOG2Base *self = (fm_MOG2Base *)op;
@@ -741,11 +753,6 @@ static PyObject *Base_reset(PyObject *op, PyObject *Py_UNUSED(ignored))
     fm_mog2_unlock(self);
     Py_RETURN_NONE;
 }
-
-PyDoc_STRVAR(Base_close_doc,
-"close($self, /)\n--\n\n"
-"Releases the model and buffers (on the GPU, once the work queued on them is\n"
-"done). A mask returned earlier stays valid while you hold it. Idempotent.");
 
 static PyObject *Base_close(PyObject *op, PyObject *Py_UNUSED(ignored))
 {
@@ -780,9 +787,9 @@ static PyObject *Base_exit(PyObject *op, PyObject *Py_UNUSED(args))
 
 static PyMethodDef Base_methods[] = {
     FM_MOG2_FIELDS(ALIAS_METHODS)
-    {"reset", Base_reset, METH_NOARGS, Base_reset_doc},
+    {"reset", Base_reset, METH_NOARGS, FM_DOC_BASE_RESET},
     {"clear", Base_reset, METH_NOARGS, "OpenCV-style alias of reset."},
-    {"close", Base_close, METH_NOARGS, Base_close_doc},
+    {"close", Base_close, METH_NOARGS, FM_DOC_BASE_CLOSE},
     {"__enter__", Base_enter, METH_NOARGS, NULL},
     {"__exit__", Base_exit, METH_VARARGS, NULL},
     {NULL, NULL, 0, NULL},
@@ -812,12 +819,6 @@ PyType_Spec fm_mog2_base_spec = {
 
 /* ---- the table for Python -------------------------------------------------- */
 
-PyDoc_STRVAR(mog2_parameters_doc,
-"_mog2_parameters($module, /)\n--\n\n"
-"The MOG2 parameters in constructor order: a tuple of dicts with name, type\n"
-"(int, bool or float), default, min, max, opencv (the CamelCase name),\n"
-"positional and doc. The main job builds its options from it.");
-
 static PyObject *mog2_parameters(PyObject *module, PyObject *Py_UNUSED(ignored))
 {
     PyObject *result = PyTuple_New(N_FIELDS);
@@ -846,6 +847,6 @@ static PyObject *mog2_parameters(PyObject *module, PyObject *Py_UNUSED(ignored))
 }
 
 PyMethodDef fm_mog2_base_methods_module[] = {
-    {"_mog2_parameters", mog2_parameters, METH_NOARGS, mog2_parameters_doc},
+    {"_mog2_parameters", mog2_parameters, METH_NOARGS, FM_DOC_MOG2_PARAMETERS},
     {NULL, NULL, 0, NULL},
 };

@@ -90,14 +90,16 @@ void fm_mog2_commit(fm_MOG2Base *self, const fm_mog2_step *step);
  * reference, or NULL with TypeError / ValueError. */
 PyObject *fm_mog2_items(PyObject *arg, const char *name, Py_ssize_t count);
 
-/* The per-frame arguments of apply_batch and apply_cameras, as tuples of
- * `count` items (owned): frames, and known_foreground and fgmasks when
- * given (else NULL). */
+/* The per-frame arguments of apply, apply_batch and apply_cameras, as
+ * tuples of `count` items (owned): frames, and known_foreground and fgmasks
+ * when given (else NULL). */
 typedef struct fm_mog2_sequences {
     PyObject *frames;
     PyObject *known;
     PyObject *fgmasks;
     int count;
+    int one;                  /* apply's one frame: its arguments are named
+                                 frame, fgmask and known_foreground */
 } fm_mog2_sequences;
 
 /* Fills `seq` (zeroed first) from the arguments; count < 0: as many as
@@ -105,6 +107,13 @@ typedef struct fm_mog2_sequences {
 int fm_mog2_sequences_get(fm_mog2_sequences *seq, PyObject *frames, PyObject *known,
                           PyObject *fgmasks, Py_ssize_t count);
 void fm_mog2_sequences_clear(fm_mog2_sequences *seq);
+
+/* The index that names entry k in messages: -1 (no index) for apply's one
+ * frame. */
+static inline int fm_mog2_index(const fm_mog2_sequences *seq, int k)
+{
+    return seq->one ? -1 : k;
+}
 
 /* Entry k of an optional sequence: borrowed, Py_None when not given. */
 static inline PyObject *fm_mog2_entry(PyObject *items, int k)
@@ -160,6 +169,10 @@ enum {
  * with TypeError / ValueError. */
 int fm_mog2_call_args_parse(fm_state *st, PyObject *args, PyObject *kwargs, int flags,
                             int device, fm_mog2_call_args *a);
+/* The call's frames as sequences: apply_batch's as fm_mog2_sequences_get
+ * takes them, apply's one frame as sequences of one (`one` set), so both
+ * methods are one path. 0, or -1 with an exception set. */
+int fm_mog2_call_frames(const fm_mog2_call_args *a, int flags, fm_mog2_sequences *seq);
 
 /* The GPU's model in one allocation: the planes of mog2_params.h, each
  * starting on a 256-byte boundary. (The host keeps each pixel's modes

@@ -2,6 +2,7 @@
  * the same per-pixel code (cuda/mog2_pixel.h, looped over by mog2_cpu.c). It
  * is the tests' oracle and lets the main job run where there is no GPU. */
 #include "mog2_base.h"
+#include "docstrings.h"
 #include "mog2_cpu.h"
 
 typedef struct fm_MOG2Cpu {
@@ -161,51 +162,14 @@ static PyObject *timed_apply(fm_state *st, fm_MOG2Cpu *self, const char *name, P
     return fm_call_end(st, &call, masks);
 }
 
-PyDoc_STRVAR(MOG2Cpu_apply_doc,
-"apply($self, frame, /, learning_rate=-1.0, *, fgmask=None, known_foreground=None,\n"
-"      timer=None)\n--\n\n"
-"Updates the model with a numpy frame and returns the uint8 mask (a new\n"
-"array, or `fgmask`). Same semantics as fastmog.BackgroundSubtractorMOG2.apply,\n"
-"without a stream: the work is done when the call returns.");
-
-static PyObject *MOG2Cpu_apply(PyObject *op, PyObject *args, PyObject *kwargs)
+/* apply() and apply_batch(): one path, apply's frame being a batch of one
+ * whose arguments are named frame and fgmask and whose result is one
+ * H x W mask. */
+static PyObject *apply_frames(PyObject *op, PyObject *args, PyObject *kwargs, int batch)
 {
     fm_MOG2Cpu *self = (fm_MOG2Cpu *)op;
     fm_state *st = fm_state_of(op);
-    PyObject *mask = NULL;
-    fm_mog2_call_args a;
-    fm_host_image frame;
-    fm_mog2_frame_io io;
-    fm_mog2_step step;
-
-    if (fm_mog2_call_args_parse(st, args, kwargs, 0, -1, &a) < 0
-        || check_frame(a.frames, a.known, -1, NULL, &frame, &io) < 0)
-        return NULL;
-    if (a.fgmasks != Py_None) {
-        if (check_mask(a.fgmasks, -1, &frame.shape, &io) < 0)
-            return NULL;
-        mask = Py_NewRef(a.fgmasks);
-    }
-    else if ((mask = new_masks(&frame.shape, 0, &io)) == NULL) {
-        return NULL;
-    }
-    return timed_apply(st, self, "cpu.BackgroundSubtractorMOG2.apply", a.timer, &frame.shape,
-                       a.learning_rate, 1, &step, &io, mask);
-}
-
-PyDoc_STRVAR(MOG2Cpu_apply_batch_doc,
-"apply_batch($self, frames, /, learning_rate=-1.0, *, fgmasks=None,\n"
-"            known_foreground=None, timer=None)\n--\n\n"
-"Updates the model with K consecutive frames (a K x H x W[ x C] array or a\n"
-"sequence of K arrays of one shape and dtype) in one pass over the model and\n"
-"returns the K masks as a new K x H x W uint8 array, or fills `fgmasks` (K\n"
-"writable masks, e.g. a K x H x W array). Exactly what K apply() calls give.\n"
-"known_foreground: None, or K entries, each None or a uint8 H x W mask.");
-
-static PyObject *MOG2Cpu_apply_batch(PyObject *op, PyObject *args, PyObject *kwargs)
-{
-    fm_MOG2Cpu *self = (fm_MOG2Cpu *)op;
-    fm_state *st = fm_state_of(op);
+    const int flags = batch ? FM_MOG2_CALL_BATCH : 0;
     PyObject *masks = NULL;
     fm_mog2_call_args a;
     fm_mog2_sequences seq;
@@ -213,8 +177,8 @@ static PyObject *MOG2Cpu_apply_batch(PyObject *op, PyObject *args, PyObject *kwa
     fm_mog2_step *steps = NULL;
     fm_host_image first, frame;
 
-    if (fm_mog2_call_args_parse(st, args, kwargs, FM_MOG2_CALL_BATCH, -1, &a) < 0
-        || fm_mog2_sequences_get(&seq, a.frames, a.known, a.fgmasks, -1) < 0)
+    if (fm_mog2_call_args_parse(st, args, kwargs, flags, -1, &a) < 0
+        || fm_mog2_call_frames(&a, flags, &seq) < 0)
         return NULL;
     const int count = seq.count;
     io = PyMem_Calloc((size_t)count + 1, sizeof *io);
@@ -224,8 +188,9 @@ static PyObject *MOG2Cpu_apply_batch(PyObject *op, PyObject *args, PyObject *kwa
         goto out;
     }
     for (int k = 0; k < count; ++k) {
-        if (check_frame(PySequence_Fast_GET_ITEM(seq.frames, k), fm_mog2_entry(seq.known, k), k,
-                        k == 0 ? NULL : &first.shape, k == 0 ? &first : &frame, &io[k]) < 0)
+        if (check_frame(PySequence_Fast_GET_ITEM(seq.frames, k), fm_mog2_entry(seq.known, k),
+                        fm_mog2_index(&seq, k), k == 0 ? NULL : &first.shape,
+                        k == 0 ? &first : &frame, &io[k]) < 0)
             goto out;
     }
     if (count == 0) {
@@ -234,15 +199,17 @@ static PyObject *MOG2Cpu_apply_batch(PyObject *op, PyObject *args, PyObject *kwa
     }
     if (seq.fgmasks != NULL) {
         for (int k = 0; k < count; ++k)
-            if (check_mask(PySequence_Fast_GET_ITEM(seq.fgmasks, k), k, &first.shape, &io[k]) < 0)
+            if (check_mask(PySequence_Fast_GET_ITEM(seq.fgmasks, k), fm_mog2_index(&seq, k),
+                           &first.shape, &io[k]) < 0)
                 goto out;
         masks = Py_NewRef(a.fgmasks);
     }
-    else if ((masks = new_masks(&first.shape, count, io)) == NULL) {
+    else if ((masks = new_masks(&first.shape, batch ? count : 0, io)) == NULL) {
         goto out;
     }
-    masks = timed_apply(st, self, "cpu.BackgroundSubtractorMOG2.apply_batch", a.timer,
-                        &first.shape, a.learning_rate, count, steps, io, masks);
+    masks = timed_apply(st, self, batch ? "cpu.BackgroundSubtractorMOG2.apply_batch"
+                                        : "cpu.BackgroundSubtractorMOG2.apply",
+                        a.timer, &first.shape, a.learning_rate, count, steps, io, masks);
 out:
     PyMem_Free(io);
     PyMem_Free(steps);
@@ -250,11 +217,15 @@ out:
     return masks;
 }
 
-PyDoc_STRVAR(cpu_apply_cameras_doc,
-"_cpu_apply_cameras(subtractors, frames, /, learning_rate=-1.0, *, fgmasks=None,\n"
-"                   known_foreground=None)\n--\n\n"
-"fastmog.cpu.apply_cameras: N host subtractors, each with its own frame;\n"
-"returns the list of N masks, exactly what N apply() calls return.");
+static PyObject *MOG2Cpu_apply(PyObject *op, PyObject *args, PyObject *kwargs)
+{
+    return apply_frames(op, args, kwargs, 0);
+}
+
+static PyObject *MOG2Cpu_apply_batch(PyObject *op, PyObject *args, PyObject *kwargs)
+{
+    return apply_frames(op, args, kwargs, 1);
+}
 
 static PyObject *cpu_apply_cameras(PyObject *module, PyObject *args, PyObject *kwargs)
 {
@@ -262,7 +233,7 @@ static PyObject *cpu_apply_cameras(PyObject *module, PyObject *args, PyObject *k
     fm_state *st = fm_state_of_module(module);
     PyObject *subs_arg, *frames_arg, *rate_arg = NULL, *fgmasks_arg = Py_None;
     PyObject *known_arg = Py_None, *subs = NULL, *result = NULL;
-    fm_mog2_sequences seq = {NULL, NULL, NULL, 0};
+    fm_mog2_sequences seq = {NULL, NULL, NULL, 0, 0};
     fm_MOG2Base **bases = NULL;     /* [0, n): call order; [n, 2n): lock order */
     double *rates = NULL;
     fm_mog2_frame_io *io = NULL;
@@ -333,13 +304,9 @@ out:
 
 PyMethodDef fm_mog2_cpu_methods_module[] = {
     {"_cpu_apply_cameras", (PyCFunction)(void (*)(void))cpu_apply_cameras,
-     METH_VARARGS | METH_KEYWORDS, cpu_apply_cameras_doc},
+     METH_VARARGS | METH_KEYWORDS, FM_DOC_CPU_APPLY_CAMERAS},
     {NULL, NULL, 0, NULL},
 };
-
-PyDoc_STRVAR(MOG2Cpu_get_background_image_doc,
-"get_background_image($self, /, out=None)\n--\n\n"
-"The background image (uint8 for uint8 frames, float32 for float32 frames).");
 
 static PyObject *MOG2Cpu_get_background_image(PyObject *op, PyObject *args, PyObject *kwargs)
 {
@@ -379,11 +346,6 @@ done:
     return out;
 }
 
-PyDoc_STRVAR(MOG2Cpu_mode_counts_doc,
-"mode_counts($self, /)\n--\n\n"
-"A new H x W uint8 array: the number of modes each pixel's model uses now\n"
-"(a copy, unlike the GPU subtractor's view).");
-
 static PyObject *MOG2Cpu_mode_counts(PyObject *op, PyObject *Py_UNUSED(ignored))
 {
     fm_MOG2Cpu *self = (fm_MOG2Cpu *)op;
@@ -421,12 +383,6 @@ static PyObject *model_planes(const fm_mog2_host_model *m, size_t offset, size_t
             out[j * pixels + i] = m->blocks[i * m->block + offset + j];
     return array;
 }
-
-PyDoc_STRVAR(MOG2Cpu_state_doc,
-"_state($self, /)\n--\n\n"
-"Private: a dict of copies of the model, weight and variance (M, H, W)\n"
-"float32, mean (M, C, H, W) float32, mode_count (H, W) uint8 (M = n_mixtures,\n"
-"C = channels); modes at or beyond a pixel's mode_count hold stale values.");
 
 static PyObject *MOG2Cpu_state(PyObject *op, PyObject *Py_UNUSED(ignored))
 {
@@ -481,28 +437,24 @@ static int MOG2Cpu_traverse(PyObject *op, visitproc visit, void *arg)
 
 static PyMethodDef MOG2Cpu_methods[] = {
     {"apply", (PyCFunction)(void (*)(void))MOG2Cpu_apply, METH_VARARGS | METH_KEYWORDS,
-     MOG2Cpu_apply_doc},
+     FM_DOC_MOG2CPU_APPLY},
     {"apply_batch", (PyCFunction)(void (*)(void))MOG2Cpu_apply_batch,
-     METH_VARARGS | METH_KEYWORDS, MOG2Cpu_apply_batch_doc},
+     METH_VARARGS | METH_KEYWORDS, FM_DOC_MOG2CPU_APPLY_BATCH},
     {"get_background_image", (PyCFunction)(void (*)(void))MOG2Cpu_get_background_image,
-     METH_VARARGS | METH_KEYWORDS, MOG2Cpu_get_background_image_doc},
+     METH_VARARGS | METH_KEYWORDS, FM_DOC_MOG2CPU_GET_BACKGROUND_IMAGE},
     {"getBackgroundImage", (PyCFunction)(void (*)(void))MOG2Cpu_get_background_image,
      METH_VARARGS | METH_KEYWORDS, "OpenCV-style alias of get_background_image."},
-    {"mode_counts", MOG2Cpu_mode_counts, METH_NOARGS, MOG2Cpu_mode_counts_doc},
-    {"_state", MOG2Cpu_state, METH_NOARGS, MOG2Cpu_state_doc},
+    {"mode_counts", MOG2Cpu_mode_counts, METH_NOARGS, FM_DOC_MOG2CPU_MODE_COUNTS},
+    {"_state", MOG2Cpu_state, METH_NOARGS, FM_DOC_MOG2CPU_STATE},
     {NULL, NULL, 0, NULL},
 };
-
-PyDoc_STRVAR(MOG2Cpu_doc,
-"MOG2 on the host from the same per-pixel code as the GPU kernel: numpy in,\n"
-"numpy out, the same results as OpenCV's CPU implementation.");
 
 static PyType_Slot MOG2Cpu_slots[] = {
     {Py_tp_new, MOG2Cpu_new},
     {Py_tp_dealloc, fm_mog2_dealloc},
     {Py_tp_traverse, MOG2Cpu_traverse},
     {Py_tp_methods, MOG2Cpu_methods},
-    {Py_tp_doc, (void *)MOG2Cpu_doc},
+    {Py_tp_doc, (void *)FM_DOC_MOG2CPU},
     {0, NULL},
 };
 

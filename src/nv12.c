@@ -3,6 +3,7 @@
  * front door, so any producer's device memory (PyNvVideoCodec planes, CuPy,
  * PyTorch) is read where it lies. */
 #include "fastmog.h"
+#include "docstrings.h"
 #include "nv12_launch.h"
 
 static const fm_image_rule luma_rule = {FM_DTYPE_BIT(NPY_UINT8), FM_CHANNELS_BIT(1)};
@@ -141,26 +142,10 @@ done:
     return fm_call_end(st, &call, (PyObject *)out);
 }
 
-PyDoc_STRVAR(nv12_to_bgr_doc,
-"nv12_to_bgr($module, y, uv=None, /, *, stream, out=None, rgb=False, matrix='bt601',\n"
-"            timer=None)\n--\n\n"
-"NV12 to BGR on the GPU, queued on `stream`, equal bit for bit to\n"
-"cv2.cvtColor(frame, cv2.COLOR_YUV2BGR_NV12). `y` is the luma plane (H x W or\n"
-"H x W x 1) and `uv` the interleaved chroma plane ((H/2, W/2, 2) or (H/2, W));\n"
-"or `y` is one (H*3/2) x W frame and `uv` is None. Each may be a GpuMat, a\n"
-"numpy array or any producer's device memory (a decoder's planes: no copy).\n"
-"Returns `out` (a writable H x W x 3 uint8 GpuMat) or a new GpuMat.\n"
-"rgb=True gives RGB order. matrix: 'bt601' (video range), OpenCV's.");
-
 static PyObject *nv12_to_bgr(PyObject *module, PyObject *args, PyObject *kwargs)
 {
     return convert(module, args, kwargs, "nv12_to_bgr", 0);
 }
-
-PyDoc_STRVAR(nv21_to_bgr_doc,
-"nv21_to_bgr($module, y, uv=None, /, *, stream, out=None, rgb=False, matrix='bt601',\n"
-"            timer=None)\n--\n\n"
-"As nv12_to_bgr for NV21 (chroma stored V, U): cv2.COLOR_YUV2BGR_NV21.");
 
 static PyObject *nv21_to_bgr(PyObject *module, PyObject *args, PyObject *kwargs)
 {
@@ -169,8 +154,8 @@ static PyObject *nv21_to_bgr(PyObject *module, PyObject *args, PyObject *kwargs)
 
 PyMethodDef fm_nv12_methods[] = {
     {"nv12_to_bgr", (PyCFunction)(void (*)(void))nv12_to_bgr, METH_VARARGS | METH_KEYWORDS,
-     nv12_to_bgr_doc},
+     FM_DOC_NV12_TO_BGR},
     {"nv21_to_bgr", (PyCFunction)(void (*)(void))nv21_to_bgr, METH_VARARGS | METH_KEYWORDS,
-     nv21_to_bgr_doc},
+     FM_DOC_NV21_TO_BGR},
     {NULL, NULL, 0, NULL},
 };

@@ -3,6 +3,7 @@
  * fm_nv12_host_methods. Every argument is checked before anything is
  * allocated or written. */
 #include "fastmog.h"
+#include "docstrings.h"
 #include "yuv_cpu.h"
 
 #include <stdio.h>
@@ -235,24 +236,10 @@ static PyObject *cpu_nv21_to_bgr(PyObject *Py_UNUSED(module), PyObject *args, Py
     return convert(args, kwargs, 1);
 }
 
-PyDoc_STRVAR(cpu_nv12_to_bgr_doc,
-"_cpu_nv12_to_bgr($module, y, uv=None, /, *, out=None, rgb=False, matrix='bt601')\n--\n\n"
-"NV12 to BGR on the host, equal bit for bit to cv2.cvtColor(frame,\n"
-"cv2.COLOR_YUV2BGR_NV12) (COLOR_YUV2RGB_NV12 with rgb=True).\n\n"
-"y is the (H*3/2) x W uint8 frame cv2 takes when uv is None; otherwise the\n"
-"H x W luma plane, and uv the chroma plane, (H/2) x (W/2) x 2 or (H/2) x W\n"
-"interleaved U, V. Rows may be padded. H and W must be even. Returns a new\n"
-"H x W x 3 uint8 array, or writes `out`. matrix: 'bt601' (video range).");
-
-PyDoc_STRVAR(cpu_nv21_to_bgr_doc,
-"_cpu_nv21_to_bgr($module, y, uv=None, /, *, out=None, rgb=False, matrix='bt601')\n--\n\n"
-"As _cpu_nv12_to_bgr for NV21 (chroma pairs stored V, U): equal to\n"
-"cv2.cvtColor(frame, cv2.COLOR_YUV2BGR_NV21) (COLOR_YUV2RGB_NV21 with rgb=True).");
-
 PyMethodDef fm_nv12_host_methods[] = {
     {"_cpu_nv12_to_bgr", (PyCFunction)(void (*)(void))cpu_nv12_to_bgr,
-     METH_VARARGS | METH_KEYWORDS, cpu_nv12_to_bgr_doc},
+     METH_VARARGS | METH_KEYWORDS, FM_DOC_CPU_NV12_TO_BGR},
     {"_cpu_nv21_to_bgr", (PyCFunction)(void (*)(void))cpu_nv21_to_bgr,
-     METH_VARARGS | METH_KEYWORDS, cpu_nv21_to_bgr_doc},
+     METH_VARARGS | METH_KEYWORDS, FM_DOC_CPU_NV21_TO_BGR},
     {NULL, NULL, 0, NULL},
 };

@@ -1,6 +1,7 @@
 /* Page-locked host memory: a pool of blocks (cudaHostAlloc is slow and
  * cudaFreeHost synchronizes the device) and numpy arrays over them. */
 #include "fastmog.h"
+#include "docstrings.h"
 
 #define BLOCK_GRANULE ((size_t)4096)
 /* Cached pinned memory beyond this is freed rather than kept. */
@@ -244,20 +245,10 @@ done:
     return array;
 }
 
-PyDoc_STRVAR(pinned_empty_doc,
-"pinned_empty($module, /, shape, dtype=numpy.uint8)\n--\n\n"
-"An uninitialised numpy array in page-locked host memory, from fastmog's\n"
-"pool. The memory stays valid while any view of the array exists and goes\n"
-"back to the pool (not to the OS) after the last one.");
-
 static PyObject *pinned_empty(PyObject *module, PyObject *args, PyObject *kwargs)
 {
     return pinned_new(module, args, kwargs, "O&|O&:pinned_empty", 0);
 }
-
-PyDoc_STRVAR(pinned_zeros_doc,
-"pinned_zeros($module, /, shape, dtype=numpy.uint8)\n--\n\n"
-"Like pinned_empty, filled with zeros.");
 
 static PyObject *pinned_zeros(PyObject *module, PyObject *args, PyObject *kwargs)
 {
@@ -274,11 +265,6 @@ static PyArrayObject *require_array(PyObject *arg)
     return (PyArrayObject *)arg;
 }
 
-PyDoc_STRVAR(pinned_like_doc,
-"pinned_like($module, array, /)\n--\n\n"
-"An uninitialised pinned array with the shape and dtype of `array` (as\n"
-"numpy.empty_like).");
-
 static PyObject *pinned_like(PyObject *module, PyObject *arg)
 {
     PyArrayObject *a = require_array(arg);
@@ -292,11 +278,6 @@ static PyObject *pinned_like(PyObject *module, PyObject *arg)
     Py_INCREF(descr);
     return fm_pinned_array(fm_state_of_module(module), descr, PyArray_NDIM(a), PyArray_DIMS(a));
 }
-
-PyDoc_STRVAR(is_pinned_doc,
-"is_pinned($module, array, /)\n--\n\n"
-"True if the numpy array's memory is page-locked (fastmog's, CuPy's,\n"
-"PyTorch's or registered with cudaHostRegister). False without a GPU.");
 
 static PyObject *is_pinned(PyObject *module, PyObject *arg)
 {
@@ -316,10 +297,10 @@ static PyObject *is_pinned(PyObject *module, PyObject *arg)
 
 PyMethodDef fm_pinned_methods[] = {
     {"pinned_empty", (PyCFunction)(void (*)(void))pinned_empty,
-     METH_VARARGS | METH_KEYWORDS, pinned_empty_doc},
+     METH_VARARGS | METH_KEYWORDS, FM_DOC_PINNED_EMPTY},
     {"pinned_zeros", (PyCFunction)(void (*)(void))pinned_zeros,
-     METH_VARARGS | METH_KEYWORDS, pinned_zeros_doc},
-    {"pinned_like", pinned_like, METH_O, pinned_like_doc},
-    {"is_pinned", is_pinned, METH_O, is_pinned_doc},
+     METH_VARARGS | METH_KEYWORDS, FM_DOC_PINNED_ZEROS},
+    {"pinned_like", pinned_like, METH_O, FM_DOC_PINNED_LIKE},
+    {"is_pinned", is_pinned, METH_O, FM_DOC_IS_PINNED},
     {NULL, NULL, 0, NULL},
 };

@@ -1,5 +1,6 @@
 /* fastmog.Stream: an owned or wrapped CUDA stream. */
 #include "fastmog.h"
+#include "docstrings.h"
 
 #include <structmember.h>
 
@@ -122,11 +123,6 @@ error:
     return NULL;
 }
 
-PyDoc_STRVAR(Stream_null_doc,
-"null($cls, /, *, device=None)\n--\n\n"
-"The legacy default stream of `device`. It synchronizes with every blocking\n"
-"stream of the device; fastmog uses it only when asked for by name.");
-
 static PyObject *Stream_null(PyTypeObject *type, PyObject *args, PyObject *kwargs)
 {
     static char *kwlist[] = {"device", NULL};
@@ -196,12 +192,6 @@ static int foreign_stream_handle(PyObject *obj, uintptr_t *handle)
     return 0;
 }
 
-PyDoc_STRVAR(Stream_wrap_doc,
-"wrap($cls, obj, /, *, device=None)\n--\n\n"
-"Wraps a foreign CUDA stream without taking it over: `obj` is an object with\n"
-"the __cuda_stream__ protocol (CuPy, PyTorch, cuda.core) or a raw handle.\n"
-"The wrapper keeps `obj` alive; closing it never destroys the stream.");
-
 static PyObject *Stream_wrap(PyTypeObject *type, PyObject *args, PyObject *kwargs)
 {
     static char *kwlist[] = {"", "device", NULL};
@@ -267,11 +257,6 @@ static PyObject *handle_int(PyObject *op)
                         : NULL;
 }
 
-PyDoc_STRVAR(Stream_synchronize_doc,
-"synchronize($self, /, *, timer=None)\n--\n\n"
-"Waits until all work queued on this stream is done. The GIL is released\n"
-"while waiting and Ctrl-C interrupts the wait.");
-
 static PyObject *Stream_synchronize(PyObject *op, PyObject *args, PyObject *kwargs)
 {
     static char *kwlist[] = {"timer", NULL};
@@ -283,20 +268,11 @@ static PyObject *Stream_synchronize(PyObject *op, PyObject *args, PyObject *kwar
                           NULL, 0);
 }
 
-PyDoc_STRVAR(Stream_query_doc,
-"query($self, /)\n--\n\n"
-"True if all work queued on this stream is done; never waits.");
-
 static PyObject *Stream_query(PyObject *op, PyObject *Py_UNUSED(ignored))
 {
     fm_Stream *self = open_stream(op);
     return self != NULL ? fm_query(fm_state_of(op), self->device, self->handle, NULL) : NULL;
 }
-
-PyDoc_STRVAR(Stream_wait_doc,
-"wait($self, event, /, *, timer=None)\n--\n\n"
-"Makes work queued on this stream from now on wait for `event` (on the GPU;\n"
-"the host does not wait).");
 
 static PyObject *Stream_wait(PyObject *op, PyObject *args, PyObject *kwargs)
 {
@@ -321,11 +297,6 @@ static PyObject *Stream_wait(PyObject *op, PyObject *args, PyObject *kwargs)
         return fm_call_end(st, &call, fm_cuda_error(st, err, "making a stream wait for an event"));
     return fm_call_end(st, &call, Py_NewRef(Py_None));
 }
-
-PyDoc_STRVAR(Stream_record_doc,
-"record($self, /, event=None)\n--\n\n"
-"Records `event` (a new timing Event if None) at this point of the stream\n"
-"and returns it.");
 
 static PyObject *Stream_record(PyObject *op, PyObject *args, PyObject *kwargs)
 {
@@ -384,11 +355,6 @@ static int stream_close(fm_state *st, fm_Stream *self, int wait)
     return rc;
 }
 
-PyDoc_STRVAR(Stream_close_doc,
-"close($self, /)\n--\n\n"
-"Waits for the work queued on this stream, then releases it (a wrapped\n"
-"stream is only let go of, never destroyed). Idempotent.");
-
 static PyObject *Stream_close(PyObject *op, PyObject *Py_UNUSED(ignored))
 {
     if (stream_close(fm_state_of(op), (fm_Stream *)op, 1) < 0)
@@ -407,10 +373,6 @@ static PyObject *Stream_exit(PyObject *op, PyObject *Py_UNUSED(args))
 {
     return Stream_close(op, NULL);
 }
-
-PyDoc_STRVAR(Stream_cuda_stream_doc,
-"__cuda_stream__($self, /)\n--\n\n"
-"The CUDA stream protocol: (0, handle).");
 
 static PyObject *Stream_cuda_stream(PyObject *op, PyObject *Py_UNUSED(ignored))
 {
@@ -478,20 +440,20 @@ static void Stream_dealloc(PyObject *op)
 
 static PyMethodDef Stream_methods[] = {
     {"null", (PyCFunction)(void (*)(void))Stream_null,
-     METH_VARARGS | METH_KEYWORDS | METH_CLASS, Stream_null_doc},
+     METH_VARARGS | METH_KEYWORDS | METH_CLASS, FM_DOC_STREAM_NULL},
     {"wrap", (PyCFunction)(void (*)(void))Stream_wrap,
-     METH_VARARGS | METH_KEYWORDS | METH_CLASS, Stream_wrap_doc},
+     METH_VARARGS | METH_KEYWORDS | METH_CLASS, FM_DOC_STREAM_WRAP},
     {"synchronize", (PyCFunction)(void (*)(void))Stream_synchronize,
-     METH_VARARGS | METH_KEYWORDS, Stream_synchronize_doc},
-    {"query", Stream_query, METH_NOARGS, Stream_query_doc},
+     METH_VARARGS | METH_KEYWORDS, FM_DOC_STREAM_SYNCHRONIZE},
+    {"query", Stream_query, METH_NOARGS, FM_DOC_STREAM_QUERY},
     {"wait", (PyCFunction)(void (*)(void))Stream_wait, METH_VARARGS | METH_KEYWORDS,
-     Stream_wait_doc},
+     FM_DOC_STREAM_WAIT},
     {"record", (PyCFunction)(void (*)(void))Stream_record,
-     METH_VARARGS | METH_KEYWORDS, Stream_record_doc},
-    {"close", Stream_close, METH_NOARGS, Stream_close_doc},
+     METH_VARARGS | METH_KEYWORDS, FM_DOC_STREAM_RECORD},
+    {"close", Stream_close, METH_NOARGS, FM_DOC_STREAM_CLOSE},
     {"__enter__", Stream_enter, METH_NOARGS, NULL},
     {"__exit__", Stream_exit, METH_VARARGS, NULL},
-    {"__cuda_stream__", Stream_cuda_stream, METH_NOARGS, Stream_cuda_stream_doc},
+    {"__cuda_stream__", Stream_cuda_stream, METH_NOARGS, FM_DOC_STREAM_CUDA_STREAM},
     {NULL, NULL, 0, NULL},
 };
 
@@ -508,13 +470,6 @@ static PyGetSetDef Stream_getset[] = {
     {NULL, NULL, NULL, NULL, NULL},
 };
 
-PyDoc_STRVAR(Stream_doc,
-"Stream(*, device=None, priority=0, non_blocking=True)\n--\n\n"
-"An owned CUDA stream. Every GPU operation of fastmog takes one as its\n"
-"keyword-only `stream=`; fastmog never creates a stream on its own.\n"
-"Stream.null() gives the legacy default stream; Stream.wrap(obj) wraps a\n"
-"CuPy, PyTorch or raw stream. Use as a context manager or close() it.");
-
 static PyType_Slot Stream_slots[] = {
     {Py_tp_new, Stream_new},
     {Py_tp_dealloc, Stream_dealloc},
@@ -524,7 +479,7 @@ static PyType_Slot Stream_slots[] = {
     {Py_tp_methods, Stream_methods},
     {Py_tp_members, Stream_members},
     {Py_tp_getset, Stream_getset},
-    {Py_tp_doc, (void *)Stream_doc},
+    {Py_tp_doc, (void *)FM_DOC_STREAM},
     {0, NULL},
 };
 

@@ -2,6 +2,7 @@
  * CUDA events (what Nsight sees), NVTX ranges, sync mode and wait
  * attribution. Events are recorded now and read only when asked. */
 #include "fastmog.h"
+#include "docstrings.h"
 
 #include <time.h>
 
@@ -298,15 +299,6 @@ static int resolve(fm_Timer *t)
     return 0;
 }
 
-PyDoc_STRVAR(Timer_records_doc,
-"_raw_records($self, /)\n--\n\n"
-"Every call so far as tuples (name, activity, stream, device, height, width,\n"
-"channels, parent, host_start_ns, host_ns, waited_ns, gpu_ms, gpu_start_ns,\n"
-"causes, n_causes); gpu_ms is None for calls without GPU work; gpu_start_ns\n"
-"places the GPU work on the host clock (aligned at the first timed call).\n"
-"Reading waits for\n"
-"GPU work that is still pending, and only for that.");
-
 static PyObject *Timer_raw_records(PyObject *op, PyObject *Py_UNUSED(ignored))
 {
     fm_Timer *t = (fm_Timer *)op;
@@ -362,19 +354,11 @@ static void drop_records(fm_Timer *t)
     }
 }
 
-PyDoc_STRVAR(Timer_reset_doc, "reset($self, /)\n--\n\nForgets every record.");
-
 static PyObject *Timer_reset(PyObject *op, PyObject *Py_UNUSED(ignored))
 {
     drop_records((fm_Timer *)op);
     Py_RETURN_NONE;
 }
-
-PyDoc_STRVAR(Timer_host_call_doc,
-"_host_call($self, name, start_ns, host_ns, shape, /)\n--\n\n"
-"Records a host-only call made in Python (a decoder's frame), inside the\n"
-"innermost open call: start and duration in perf_counter_ns() nanoseconds,\n"
-"shape (H, W, C).");
 
 static PyObject *Timer_host_call(PyObject *op, PyObject *args)
 {
@@ -453,9 +437,9 @@ static int Timer_traverse(PyObject *op, visitproc visit, void *arg)
 }
 
 static PyMethodDef Timer_methods[] = {
-    {"_raw_records", Timer_raw_records, METH_NOARGS, Timer_records_doc},
-    {"reset", Timer_reset, METH_NOARGS, Timer_reset_doc},
-    {"_host_call", Timer_host_call, METH_VARARGS, Timer_host_call_doc},
+    {"_raw_records", Timer_raw_records, METH_NOARGS, FM_DOC_TIMER_RECORDS},
+    {"reset", Timer_reset, METH_NOARGS, FM_DOC_TIMER_RESET},
+    {"_host_call", Timer_host_call, METH_VARARGS, FM_DOC_TIMER_HOST_CALL},
     {NULL, NULL, 0, NULL},
 };
 

@@ -1,6 +1,7 @@
 /* The front door: whatever the user passed becomes a device image here, checked
  * once, before anything is queued; and the copies between host and device. */
 #include "fastmog.h"
+#include "docstrings.h"
 
 /* ---- copies ----------------------------------------------------------------- */
 
@@ -225,14 +226,6 @@ fm_GpuMat *fm_as_device_image(fm_state *st, PyObject *obj, const char *argname,
 
 /* ---- fastmog.asgpumat ------------------------------------------------------------ */
 
-PyDoc_STRVAR(asgpumat_doc,
-"asgpumat($module, obj, /, *, stream)\n--\n\n"
-"Views device memory as a GpuMat without copying, keeping its owner alive:\n"
-"a CUDA Array Interface (v2 or v3) or DLPack object (CuPy, PyTorch, Numba,\n"
-"PyNvVideoCodec planes, ...), an object whose cuda() gives one (or a list\n"
-"of planes: the first is taken), or a fastmog.DevicePointer. `stream` is made to wait (on the GPU) for the\n"
-"producer's pending work as the producer declares it.");
-
 static PyObject *asgpumat(PyObject *module, PyObject *args, PyObject *kwargs)
 {
     static char *kwlist[] = {"", "stream", NULL};
@@ -267,6 +260,6 @@ static PyObject *asgpumat(PyObject *module, PyObject *args, PyObject *kwargs)
 
 PyMethodDef fm_transfer_methods[] = {
     {"asgpumat", (PyCFunction)(void (*)(void))asgpumat, METH_VARARGS | METH_KEYWORDS,
-     asgpumat_doc},
+     FM_DOC_ASGPUMAT},
     {NULL, NULL, 0, NULL},
 };

@@ -305,6 +305,34 @@ def test_batch_bad_input_changes_nothing(rng):
     assert_same_model(sub, twin, rng, shape)
 
 
+def named_argument_cases(sub, mask, **kw):
+    """(call, message) pairs: apply and apply_batch (one path in C) must each
+    name the argument at fault as the caller wrote it: frame, fgmask and
+    known_foreground for apply, frames[k], fgmasks[k] and known_foreground[k]
+    for apply_batch."""
+    f = np.zeros((8, 8), np.uint8)
+    wide = np.zeros((8, 9), np.uint8)
+    floats = np.zeros((8, 8), np.float32)
+    return [
+        (lambda: sub.apply(np.zeros((8, 8, 2), np.uint8), **kw), "frame has shape"),
+        (lambda: sub.apply(f, fgmask=mask((8, 9)), **kw), "fgmask has shape 8x9"),
+        (lambda: sub.apply(f, known_foreground=floats, **kw), "known_foreground must have"),
+        (lambda: sub.apply_batch([f, wide], **kw), r"frames\[1\] has shape 8x9 but frames\[0\]"),
+        (lambda: sub.apply_batch([f, f], fgmasks=[mask((8, 8)), mask((8, 9))], **kw),
+         r"fgmasks\[1\] has shape 8x9"),
+        (lambda: sub.apply_batch([f, f], known_foreground=[None, floats], **kw),
+         r"known_foreground\[1\] must have"),
+    ]
+
+
+def test_apply_and_apply_batch_name_the_argument_at_fault():
+    sub = fastmog.cpu.BackgroundSubtractorMOG2()
+    for call, message in named_argument_cases(sub, lambda shape: np.zeros(shape, np.uint8)):
+        with pytest.raises((TypeError, ValueError), match=message):
+            call()
+    assert sub.frame_count == 0
+
+
 def test_batch_on_a_closed_subtractor_raises(rng):
     sub = fastmog.cpu.BackgroundSubtractorMOG2()
     sub.close()

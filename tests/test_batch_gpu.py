@@ -8,7 +8,8 @@ import pytest
 import fastmog
 from conftest import random_image
 from mog2_cases import convert, iter_frames
-from test_batch import CAMERAS, RANDOM, camera_frames, known_masks, noisy_frames
+from test_batch import (CAMERAS, RANDOM, camera_frames, known_masks, named_argument_cases,
+                        noisy_frames)
 
 pytestmark = pytest.mark.gpu
 
@@ -329,6 +330,15 @@ def test_gpu_batch_bad_input_changes_nothing(rng, stream):
         with pytest.raises(error):
             call()
     assert_same_gpu_model(gpu, twin, rng, stream, shape)
+
+
+def test_gpu_apply_and_apply_batch_name_the_argument_at_fault(stream):
+    sub = fastmog.BackgroundSubtractorMOG2()
+    for call, message in named_argument_cases(sub, lambda shape: fastmog.GpuMat(shape, np.uint8),
+                                              stream=stream):
+        with pytest.raises((TypeError, ValueError), match=message):
+            call()
+    assert sub.frame_count == 0
 
 
 def test_gpu_cameras_bad_input_changes_nothing(rng, stream):
