@@ -8,7 +8,7 @@
 
 #include <Python.h>
 
-/* ---- device.c -------------------------------------------------------------- */
+/* ---- module functions: devices (device.c) -------------------------------- */
 
 #define FM_DOC_CUDA_AVAILABLE PyDoc_STR( \
     "cuda_available($module, /)\n--\n\n" \
@@ -37,7 +37,7 @@
     "mem_get_info($module, device=None, /)\n--\n\n" \
     "(free, total) bytes of device memory, as cudaMemGetInfo reports them.")
 
-/* ---- devmem.c -------------------------------------------------------------- */
+/* ---- module functions: memory caches (devmem.c) -------------------------- */
 
 #define FM_DOC_EMPTY_CACHE PyDoc_STR( \
     "empty_cache($module, /)\n--\n\n" \
@@ -51,7 +51,7 @@
     "of cudaHostAlloc calls so far, objects waiting for GPU work before release,\n" \
     "and per device the bytes reserved by and in use from fastmog's pool.")
 
-/* ---- event.c --------------------------------------------------------------- */
+/* ---- fastmog.Event (event.c) --------------------------------------------- */
 
 #define FM_DOC_EVENT_RECORD PyDoc_STR( \
     "record($self, /, *, stream)\n--\n\n" \
@@ -75,7 +75,7 @@
     "A CUDA event: record(stream=s) marks a point in a stream; synchronize(),\n" \
     "query() and start.elapsed_time(end) read it.")
 
-/* ---- gpumat.c -------------------------------------------------------------- */
+/* ---- fastmog.GpuMat (gpumat.c) ------------------------------------------- */
 
 #define FM_DOC_GPUMAT_UPLOAD PyDoc_STR( \
     "upload($self, array, /, *, stream, timer=None)\n--\n\n" \
@@ -132,7 +132,7 @@
     "m[y0:y1, x0:x1] is a view sharing memory. close() or a with-block\n" \
     "releases the memory in stream order.")
 
-/* ---- mog2.c ---------------------------------------------------------------- */
+/* ---- fastmog.BackgroundSubtractorMOG2, fastmog.apply_cameras (mog2.c) ---- */
 
 #define FM_DOC_MOG2_APPLY PyDoc_STR( \
     "apply($self, frame, /, learning_rate=-1.0, *, stream, fgmask=None,\n" \
@@ -194,7 +194,7 @@
     "Model state: n_mixtures * (2 + channels) floats + 1 byte per pixel, as in\n" \
     "OpenCV (101 bytes per pixel for BGR with 5 modes).")
 
-/* ---- mog2_base.c ----------------------------------------------------------- */
+/* ---- what both subtractors share (mog2_base.c) --------------------------- */
 
 #define FM_DOC_BASE_RESET PyDoc_STR( \
     "reset($self, /)\n--\n\n" \
@@ -211,7 +211,7 @@
     "(int, bool or float), default, min, max, opencv (the CamelCase name),\n" \
     "positional and doc. The main job builds its options from it.")
 
-/* ---- mog2_cpu_type.c ------------------------------------------------------- */
+/* ---- fastmog.cpu.BackgroundSubtractorMOG2, cpu.apply_cameras (mog2_cpu_type.c) -- */
 
 #define FM_DOC_MOG2CPU_APPLY PyDoc_STR( \
     "apply($self, frame, /, learning_rate=-1.0, *, fgmask=None, known_foreground=None,\n" \
@@ -254,7 +254,7 @@
     "MOG2 on the host from the same per-pixel code as the GPU kernel: numpy in,\n" \
     "numpy out, the same results as OpenCV's CPU implementation.")
 
-/* ---- nv12.c ---------------------------------------------------------------- */
+/* ---- fastmog.nv12_to_bgr, nv21_to_bgr (nv12.c) --------------------------- */
 
 #define FM_DOC_NV12_TO_BGR PyDoc_STR( \
     "nv12_to_bgr($module, y, uv=None, /, *, stream, out=None, rgb=False, matrix='bt601',\n" \
@@ -272,7 +272,7 @@
     "            timer=None)\n--\n\n" \
     "As nv12_to_bgr for NV21 (chroma stored V, U): cv2.COLOR_YUV2BGR_NV21.")
 
-/* ---- nv12_host.c ----------------------------------------------------------- */
+/* ---- the host NV12 conversion (nv12_host.c) ------------------------------ */
 
 #define FM_DOC_CPU_NV12_TO_BGR PyDoc_STR( \
     "_cpu_nv12_to_bgr($module, y, uv=None, /, *, out=None, rgb=False, matrix='bt601')\n--\n\n" \
@@ -288,7 +288,7 @@
     "As _cpu_nv12_to_bgr for NV21 (chroma pairs stored V, U): equal to\n" \
     "cv2.cvtColor(frame, cv2.COLOR_YUV2BGR_NV21) (COLOR_YUV2RGB_NV21 with rgb=True).")
 
-/* ---- pinned.c -------------------------------------------------------------- */
+/* ---- pinned host arrays (pinned.c) --------------------------------------- */
 
 #define FM_DOC_PINNED_EMPTY PyDoc_STR( \
     "pinned_empty($module, /, shape, dtype=numpy.uint8)\n--\n\n" \
@@ -310,7 +310,7 @@
     "True if the numpy array's memory is page-locked (fastmog's, CuPy's,\n" \
     "PyTorch's or registered with cudaHostRegister). False without a GPU.")
 
-/* ---- stream.c -------------------------------------------------------------- */
+/* ---- fastmog.Stream (stream.c) ------------------------------------------- */
 
 #define FM_DOC_STREAM_NULL PyDoc_STR( \
     "null($cls, /, *, device=None)\n--\n\n" \
@@ -358,7 +358,7 @@
     "Stream.null() gives the legacy default stream; Stream.wrap(obj) wraps a\n" \
     "CuPy, PyTorch or raw stream. Use as a context manager or close() it.")
 
-/* ---- timer.c --------------------------------------------------------------- */
+/* ---- the timer's C base (timer.c) ---------------------------------------- */
 
 #define FM_DOC_TIMER_RECORDS PyDoc_STR( \
     "_raw_records($self, /)\n--\n\n" \
@@ -378,7 +378,7 @@
     "innermost open call: start and duration in perf_counter_ns() nanoseconds,\n" \
     "shape (H, W, C).")
 
-/* ---- transfer.c ------------------------------------------------------------ */
+/* ---- fastmog.asgpumat (transfer.c) --------------------------------------- */
 
 #define FM_DOC_ASGPUMAT PyDoc_STR( \
     "asgpumat($module, obj, /, *, stream)\n--\n\n" \
