@@ -271,8 +271,8 @@ static PyObject *apply_frames(PyObject *op, PyObject *args, PyObject *kwargs, in
     PyObject *result = NULL;
     fm_mog2_call_args a;
     fm_mog2_sequences seq;
-    frame_images *images = NULL;
-    fm_mog2_step *steps = NULL;
+    frame_images one_image = {NULL, NULL, NULL, 0}, *images = &one_image;
+    fm_mog2_step one_step, *steps = &one_step;   /* apply allocates nothing */
     fm_device_guard guard;
     fm_call call;
 
@@ -285,14 +285,16 @@ static PyObject *apply_frames(PyObject *op, PyObject *args, PyObject *kwargs, in
         result = PyTuple_New(0);
         goto out;
     }
-    images = PyMem_Calloc((size_t)count, sizeof *images);
-    steps = PyMem_Calloc((size_t)count, sizeof *steps);
+    if (count > 1) {
+        images = PyMem_Calloc((size_t)count, sizeof *images);
+        steps = PyMem_Calloc((size_t)count, sizeof *steps);
+    }
     if (images == NULL || steps == NULL) {
         PyErr_NoMemory();
         goto out;
     }
     int h, w, c;
-    fm_peek_shape(st, PySequence_Fast_GET_ITEM(seq.frames, 0), &h, &w, &c);
+    fm_peek_shape(st, fm_mog2_item(&seq, seq.frames, 0), &h, &w, &c);
     if (fm_call_begin(st, &call, batch ? "BackgroundSubtractorMOG2.apply_batch"
                                        : "BackgroundSubtractorMOG2.apply",
                       "kernel mog2_apply", a.timer, stream, h > 0 ? h * count : -1, w, c) < 0)
@@ -304,8 +306,8 @@ static PyObject *apply_frames(PyObject *op, PyObject *args, PyObject *kwargs, in
     if (reserve_staging(self, count) < 0)
         goto done;
     for (int k = 0; k < count; ++k) {
-        if (stage_frame(st, self, PySequence_Fast_GET_ITEM(seq.frames, k),
-                        fm_mog2_entry(seq.known, k), fm_mog2_index(&seq, k), k,
+        if (stage_frame(st, self, fm_mog2_item(&seq, seq.frames, k),
+                        fm_mog2_item(&seq, seq.known, k), fm_mog2_index(&seq, k), k,
                         k == 0 ? NULL : &images[0].frame->shape, stream, a.timer, &images[k]) < 0)
             goto done;
     }
@@ -315,7 +317,7 @@ static PyObject *apply_frames(PyObject *op, PyObject *args, PyObject *kwargs, in
     const fm_image_shape *shape = &images[0].frame->shape;
     if (seq.fgmasks != NULL) {
         for (int k = 0; k < count; ++k)
-            if ((images[k].mask = caller_mask(st, self, PySequence_Fast_GET_ITEM(seq.fgmasks, k),
+            if ((images[k].mask = caller_mask(st, self, fm_mog2_item(&seq, seq.fgmasks, k),
                                               fm_mog2_index(&seq, k), shape)) == NULL)
                 goto done;
     }
@@ -337,8 +339,10 @@ exit_device:
 end_call:
     result = fm_call_end(st, &call, result);
 out:
-    PyMem_Free(images);
-    PyMem_Free(steps);
+    if (images != &one_image)
+        PyMem_Free(images);
+    if (steps != &one_step)
+        PyMem_Free(steps);
     fm_mog2_sequences_clear(&seq);
     return result;
 }
@@ -374,13 +378,13 @@ static PyObject *cameras_locked(fm_state *st, camera_call *cams, const fm_mog2_s
     for (int k = 0; k < count; ++k) {
         camera_call *cam = &cams[k];
         if (reserve_staging(cam->sub, 1) < 0
-            || stage_frame(st, cam->sub, PySequence_Fast_GET_ITEM(seq->frames, k),
-                           fm_mog2_entry(seq->known, k), k, 0, NULL, stream, timer,
+            || stage_frame(st, cam->sub, fm_mog2_item(seq, seq->frames, k),
+                           fm_mog2_item(seq, seq->known, k), k, 0, NULL, stream, timer,
                            &cam->images) < 0)
             return NULL;
         if (seq->fgmasks != NULL
             && (cam->images.mask = caller_mask(st, cam->sub,
-                                               PySequence_Fast_GET_ITEM(seq->fgmasks, k), k,
+                                               fm_mog2_item(seq, seq->fgmasks, k), k,
                                                &cam->images.frame->shape)) == NULL)
             return NULL;
         fm_mog2_plan(&cam->sub->base, &cam->images.frame->shape, cam->learning_rate,
@@ -475,7 +479,7 @@ static PyObject *apply_cameras(PyObject *module, PyObject *args, PyObject *kwarg
         goto out;
     }
     int h, w, c;
-    fm_peek_shape(st, PySequence_Fast_GET_ITEM(seq.frames, 0), &h, &w, &c);
+    fm_peek_shape(st, fm_mog2_item(&seq, seq.frames, 0), &h, &w, &c);
     if (fm_call_begin(st, &call, "apply_cameras", "kernel mog2_cameras", timer, stream,
                       h > 0 ? h : -1, w, c) < 0)
         goto out;

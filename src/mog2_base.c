@@ -579,19 +579,19 @@ int fm_mog2_call_frames(const fm_mog2_call_args *a, int flags, fm_mog2_sequences
 {
     if (flags & FM_MOG2_CALL_BATCH)
         return fm_mog2_sequences_get(seq, a->frames, a->known, a->fgmasks, -1);
-    memset(seq, 0, sizeof *seq);
+    seq->frames = a->frames;
+    seq->known = a->known != Py_None ? a->known : NULL;
+    seq->fgmasks = a->fgmasks != Py_None ? a->fgmasks : NULL;
     seq->count = seq->one = 1;
-    if ((seq->frames = PyTuple_Pack(1, a->frames)) == NULL
-        || (a->known != Py_None && (seq->known = PyTuple_Pack(1, a->known)) == NULL)
-        || (a->fgmasks != Py_None && (seq->fgmasks = PyTuple_Pack(1, a->fgmasks)) == NULL)) {
-        fm_mog2_sequences_clear(seq);
-        return -1;
-    }
     return 0;
 }
 
 void fm_mog2_sequences_clear(fm_mog2_sequences *seq)
 {
+    if (seq->one) {                 /* borrowed */
+        seq->frames = seq->known = seq->fgmasks = NULL;
+        return;
+    }
     Py_CLEAR(seq->frames);
     Py_CLEAR(seq->known);
     Py_CLEAR(seq->fgmasks);

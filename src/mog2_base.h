@@ -90,9 +90,10 @@ void fm_mog2_commit(fm_MOG2Base *self, const fm_mog2_step *step);
  * reference, or NULL with TypeError / ValueError. */
 PyObject *fm_mog2_items(PyObject *arg, const char *name, Py_ssize_t count);
 
-/* The per-frame arguments of apply, apply_batch and apply_cameras, as
- * tuples of `count` items (owned): frames, and known_foreground and fgmasks
- * when given (else NULL). */
+/* The per-frame arguments of apply, apply_batch and apply_cameras: frames,
+ * and known_foreground and fgmasks (NULL when not given). Each is a tuple of
+ * `count` items (owned), or, for apply's one frame, the argument itself
+ * (borrowed: apply allocates nothing for it). Read them with fm_mog2_item. */
 typedef struct fm_mog2_sequences {
     PyObject *frames;
     PyObject *known;
@@ -108,17 +109,20 @@ int fm_mog2_sequences_get(fm_mog2_sequences *seq, PyObject *frames, PyObject *kn
                           PyObject *fgmasks, Py_ssize_t count);
 void fm_mog2_sequences_clear(fm_mog2_sequences *seq);
 
+/* Entry k of seq->frames, seq->known or seq->fgmasks (`items`): borrowed,
+ * Py_None when not given. */
+static inline PyObject *fm_mog2_item(const fm_mog2_sequences *seq, PyObject *items, int k)
+{
+    if (items == NULL)
+        return Py_None;
+    return seq->one ? items : PySequence_Fast_GET_ITEM(items, k);
+}
+
 /* The index that names entry k in messages: -1 (no index) for apply's one
  * frame. */
 static inline int fm_mog2_index(const fm_mog2_sequences *seq, int k)
 {
     return seq->one ? -1 : k;
-}
-
-/* Entry k of an optional sequence: borrowed, Py_None when not given. */
-static inline PyObject *fm_mog2_entry(PyObject *items, int k)
-{
-    return items != NULL ? PySequence_Fast_GET_ITEM(items, k) : Py_None;
 }
 
 /* apply_cameras' subtractors (a tuple from fm_mog2_items) and learning_rate
@@ -170,7 +174,7 @@ enum {
 int fm_mog2_call_args_parse(fm_state *st, PyObject *args, PyObject *kwargs, int flags,
                             int device, fm_mog2_call_args *a);
 /* The call's frames as sequences: apply_batch's as fm_mog2_sequences_get
- * takes them, apply's one frame as sequences of one (`one` set), so both
+ * takes them, apply's one frame as its own arguments (`one` set), so both
  * methods are one path. 0, or -1 with an exception set. */
 int fm_mog2_call_frames(const fm_mog2_call_args *a, int flags, fm_mog2_sequences *seq);
 

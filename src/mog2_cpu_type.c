@@ -173,22 +173,25 @@ static PyObject *apply_frames(PyObject *op, PyObject *args, PyObject *kwargs, in
     PyObject *masks = NULL;
     fm_mog2_call_args a;
     fm_mog2_sequences seq;
-    fm_mog2_frame_io *io = NULL;
-    fm_mog2_step *steps = NULL;
+    fm_mog2_frame_io one_io, *io = &one_io;
+    fm_mog2_step one_step, *steps = &one_step;   /* apply allocates only its mask */
     fm_host_image first, frame;
 
     if (fm_mog2_call_args_parse(st, args, kwargs, flags, -1, &a) < 0
         || fm_mog2_call_frames(&a, flags, &seq) < 0)
         return NULL;
     const int count = seq.count;
-    io = PyMem_Calloc((size_t)count + 1, sizeof *io);
-    steps = PyMem_Calloc((size_t)count + 1, sizeof *steps);
+    memset(&one_io, 0, sizeof one_io);
+    if (count != 1) {
+        io = PyMem_Calloc((size_t)count + 1, sizeof *io);
+        steps = PyMem_Calloc((size_t)count + 1, sizeof *steps);
+    }
     if (io == NULL || steps == NULL) {
         PyErr_NoMemory();
         goto out;
     }
     for (int k = 0; k < count; ++k) {
-        if (check_frame(PySequence_Fast_GET_ITEM(seq.frames, k), fm_mog2_entry(seq.known, k),
+        if (check_frame(fm_mog2_item(&seq, seq.frames, k), fm_mog2_item(&seq, seq.known, k),
                         fm_mog2_index(&seq, k), k == 0 ? NULL : &first.shape,
                         k == 0 ? &first : &frame, &io[k]) < 0)
             goto out;
@@ -199,7 +202,7 @@ static PyObject *apply_frames(PyObject *op, PyObject *args, PyObject *kwargs, in
     }
     if (seq.fgmasks != NULL) {
         for (int k = 0; k < count; ++k)
-            if (check_mask(PySequence_Fast_GET_ITEM(seq.fgmasks, k), fm_mog2_index(&seq, k),
+            if (check_mask(fm_mog2_item(&seq, seq.fgmasks, k), fm_mog2_index(&seq, k),
                            &first.shape, &io[k]) < 0)
                 goto out;
         masks = Py_NewRef(a.fgmasks);
@@ -211,8 +214,10 @@ static PyObject *apply_frames(PyObject *op, PyObject *args, PyObject *kwargs, in
                                         : "cpu.BackgroundSubtractorMOG2.apply",
                         a.timer, &first.shape, a.learning_rate, count, steps, io, masks);
 out:
-    PyMem_Free(io);
-    PyMem_Free(steps);
+    if (io != &one_io)
+        PyMem_Free(io);
+    if (steps != &one_step)
+        PyMem_Free(steps);
     fm_mog2_sequences_clear(&seq);
     return masks;
 }
@@ -263,11 +268,11 @@ static PyObject *cpu_apply_cameras(PyObject *module, PyObject *args, PyObject *k
     /* every argument is checked before any model changes */
     for (int k = 0; k < count; ++k) {
         PyObject *mask;
-        if (check_frame(PySequence_Fast_GET_ITEM(seq.frames, k), fm_mog2_entry(seq.known, k), k,
+        if (check_frame(fm_mog2_item(&seq, seq.frames, k), fm_mog2_item(&seq, seq.known, k), k,
                         NULL, &frame, &io[k]) < 0)
             goto error;
         if (seq.fgmasks != NULL) {
-            mask = PySequence_Fast_GET_ITEM(seq.fgmasks, k);
+            mask = fm_mog2_item(&seq, seq.fgmasks, k);
             if (check_mask(mask, k, &frame.shape, &io[k]) < 0)
                 goto error;
             Py_INCREF(mask);
