@@ -3,6 +3,7 @@ needed: K frames in one call give exactly the masks, background and mode
 counts of K apply() calls and of OpenCV's CPU MOG2; N cameras in one call,
 those of N apply() calls; bad input is refused before any model changes."""
 import functools
+import tracemalloc
 
 import numpy as np
 import pytest
@@ -331,6 +332,39 @@ def test_apply_and_apply_batch_name_the_argument_at_fault():
         with pytest.raises((TypeError, ValueError), match=message):
             call()
     assert sub.frame_count == 0
+
+
+def transient_bytes(call, calls=100):
+    """The peak of Python's traced memory above its start while `call` runs
+    `calls` times (warmed up first): what the calls allocate, even briefly."""
+    for _ in range(10):
+        call()
+    tracemalloc.start()
+    try:
+        start, _ = tracemalloc.get_traced_memory()
+        tracemalloc.reset_peak()
+        for _ in range(calls):
+            call()
+        return tracemalloc.get_traced_memory()[1] - start
+    finally:
+        tracemalloc.stop()
+
+
+def test_apply_with_fgmask_allocates_nothing_per_frame():
+    # apply shares apply_batch's path but must not pay for it: its one frame
+    # needs no sequences, no per-frame arrays. A no-op call with keywords
+    # allocates the same few bytes (the loop, the call's keyword dict); the
+    # per-frame arrays apply_batch allocates would add some 250 bytes.
+    sub = fastmog.cpu.BackgroundSubtractorMOG2()
+    frame, mask = np.zeros((16, 16), np.uint8), np.zeros((16, 16), np.uint8)
+
+    def nothing(*args, **kwargs):
+        return None
+
+    baseline = transient_bytes(lambda: nothing(frame, 0.1, fgmask=mask, known_foreground=mask))
+    used = transient_bytes(lambda: sub.apply(frame, 0.1, fgmask=mask, known_foreground=mask))
+    assert used <= baseline + 64, f"apply allocated {used} bytes, a no-op call {baseline}"
+    assert sub.frame_count == 110
 
 
 def test_batch_on_a_closed_subtractor_raises(rng):
