@@ -1,5 +1,5 @@
-"""Every Python code block of the README runs (GPU blocks on a GPU), and its
-shell commands are the ones CI and the tests use."""
+"""Every Python code block of the README and of docs/*.md runs (GPU blocks on
+a GPU), and the README's two commands are the ones CI and the tests use."""
 import pathlib
 import re
 import subprocess
@@ -11,8 +11,11 @@ import pytest
 import fastmog
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
+DOCUMENTS = [ROOT / "README.md"] + sorted((ROOT / "docs").glob("*.md"))
 README = (ROOT / "README.md").read_text()
-BLOCKS = re.findall(r"```python\n(.*?)```", README, re.S)
+BLOCKS = [(doc.relative_to(ROOT).as_posix(), i, code)
+          for doc in DOCUMENTS
+          for i, code in enumerate(re.findall(r"```python\n(.*?)```", doc.read_text(), re.S))]
 GPU_WORDS = ("Stream(", "stream=", "GpuMat")
 
 
@@ -20,17 +23,23 @@ def _needs_gpu(code):
     return any(w in code for w in GPU_WORDS)
 
 
-@pytest.mark.parametrize("index", [
-    pytest.param(i, marks=pytest.mark.gpu) if _needs_gpu(code) else i
-    for i, code in enumerate(BLOCKS)])
-def test_python_block_runs(index, tmp_path):
-    code = BLOCKS[index]
+def test_the_documents_have_python_blocks():
+    # a renamed fence or a moved page would otherwise leave nothing to run
+    assert {doc for doc, _, _ in BLOCKS} >= {"README.md", "docs/guide.md", "docs/install.md"}
+
+
+@pytest.mark.parametrize("doc, index", [
+    pytest.param(doc, i, id=f"{doc}:{i}", marks=pytest.mark.gpu) if _needs_gpu(code)
+    else pytest.param(doc, i, id=f"{doc}:{i}")
+    for doc, i, code in BLOCKS])
+def test_python_block_runs(doc, index, tmp_path):
+    code = next(c for d, i, c in BLOCKS if d == doc and i == index)
     if ("cupy" in code or "torch" in code):
         pytest.importorskip("cupy")
         pytest.importorskip("torch")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                        cwd=tmp_path, timeout=300)
-    assert r.returncode == 0, f"README block {index} failed:\n{code}\n{r.stderr}"
+    assert r.returncode == 0, f"{doc} block {index} failed:\n{code}\n{r.stderr}"
 
 
 def test_the_two_commands_are_what_ci_runs():

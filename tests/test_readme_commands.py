@@ -1,7 +1,11 @@
-"""Every main-job command of the README runs on a fresh clone: its example
-names (video.mp4, cdnet/highway, frames/, cam1.mp4, the scheduler address) are
-replaced by real test data, and long runs are cut to a few frames; each must
-exit 0 and write what it says."""
+"""Every command in a `bash` block of the README and of docs/*.md is run or
+checked. Each `python -m fastmog` command runs on a fresh directory: its
+example names (video.mp4, cdnet/highway, frames/, cam1.mp4, cams/*.mkv, the
+scheduler address) are replaced by real test data, long runs are cut to a few
+frames, and it must exit 0 and write what its --out, --preview and --trace
+name. The other commands are checked: the script, benchmark or test path
+exists, the pip extra or pytest option is declared. A command of a kind the
+tests do not know fails here."""
 import glob
 import os
 import pathlib
@@ -14,56 +18,103 @@ import numpy as np
 import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
-README = (ROOT / "README.md").read_text()
+DOCUMENTS = [ROOT / "README.md"] + sorted((ROOT / "docs").glob("*.md"))
+TWO_COMMANDS = 'pip install ".[test]" && python -m fastmog'   # tests/test_readme.py
 
 
-def _block(heading):
-    section = README.split(heading, 1)[1]
-    return re.search(r"```bash\n(.*?)```", section, re.S).group(1)
+def _commands():
+    """(document, line number, command) of every line of every bash block."""
+    found = []
+    for doc in DOCUMENTS:
+        text = doc.read_text()
+        for block in re.finditer(r"```bash\n(.*?)```", text, re.S):
+            first = text.count("\n", 0, block.start(1)) + 1
+            for k, line in enumerate(block.group(1).splitlines()):
+                command = line.split("#", 1)[0].strip()
+                if command:
+                    found.append((doc.relative_to(ROOT).as_posix(), first + k, command))
+    return found
 
 
-def _commands(heading):
-    lines = []
-    for line in _block(heading).splitlines():
-        line = line.split("#", 1)[0].strip()
-        if line.startswith("python -m fastmog"):
-            lines.append(shlex.split(line)[3:])
-    return lines
+COMMANDS = _commands()
 
 
-def _run(args, cwd):
-    env = dict(os.environ, PYTHONUNBUFFERED="1")
-    r = subprocess.run([sys.executable, "-m", "fastmog", *args], cwd=cwd, env=env,
-                       capture_output=True, text=True, timeout=600)
-    assert r.returncode == 0, f"fastmog {' '.join(args)}\n{r.stderr}"
-    return r
+def _kind(command):
+    if command.startswith(TWO_COMMANDS):
+        return "two commands"
+    if command.startswith("python -m fastmog"):
+        return "fastmog"
+    if command.startswith("pip install "):
+        return "pip"
+    if command.startswith("bash .ci/"):
+        return "ci"
+    if command.startswith("python -m pytest"):
+        return "pytest"
+    if re.fullmatch(r"python benchmarks/\w+\.py", command):
+        return "benchmark"
+    return None
 
 
-def _substitute(args, names):
-    return [names.get(a, a) for a in args]
+def _ids(commands):
+    return [f"{doc}:{line}" for doc, line, _ in commands]
 
 
-def test_main_job_commands(data_dir, tmp_path):
-    names = {
-        "video.mp4": str(data_dir / "opencv_samples_video" / "vtest.avi"),
-        "cdnet/highway": str(data_dir / "cdnet_subset_fall"),
-        "frames/": str(data_dir / "cdnet_subset_traffic" / "input"),
-    }
-    commands = _commands("## The main job")
-    assert len(commands) == 5
-    for args in commands:
-        short = [] if "cdnet/highway" in args else ["--frames", "3"]  # scored whole
-        _run(_substitute(args, names) + short, tmp_path)
-    assert (tmp_path / "masks.mkv").stat().st_size > 0
-    assert (tmp_path / "preview.png").stat().st_size > 0
-    assert len(list((tmp_path / "masks").glob("mask_*.png"))) == 3
-    assert (tmp_path / "trace.json").stat().st_size > 0
+FASTMOG = [c for c in COMMANDS if _kind(c[2]) == "fastmog"]
+CHECKED = [c for c in COMMANDS if _kind(c[2]) not in ("fastmog", "two commands")]
 
 
-def test_several_sources_commands(data_dir, tmp_path):
-    pytest.importorskip("distributed")
-    from distributed import LocalCluster
+def test_every_command_is_run_or_checked():
+    unknown = [f"{doc}:{line}: {command}" for doc, line, command in COMMANDS
+               if _kind(command) is None]
+    assert not unknown, "commands no test runs or checks:\n" + "\n".join(unknown)
+    # the main job's page and the README's first example are where they are
+    docs = {doc for doc, _, _ in FASTMOG}
+    assert {"README.md", "docs/cli.md"} <= docs, docs
+    assert len([c for c in FASTMOG if c[0] == "docs/cli.md"]) >= 7
+    assert any(doc == "README.md" and _kind(c) == "two commands" for doc, _, c in COMMANDS)
 
+
+def _pytest_options():
+    conftest = (ROOT / "tests" / "conftest.py").read_text()
+    return set(re.findall(r'addoption\(\s*"(--[a-z-]+)"', conftest))
+
+
+def _extras():
+    pyproject = (ROOT / "pyproject.toml").read_text()
+    section = pyproject.split("[project.optional-dependencies]", 1)[1].split("\n[", 1)[0]
+    return set(re.findall(r"^(\w+) = ", section, re.M))
+
+
+@pytest.mark.parametrize("doc, line, command", CHECKED, ids=_ids(CHECKED))
+def test_command_is_checked(doc, line, command):
+    kind = _kind(command)
+    args = shlex.split(command)
+    where = f"{doc}:{line}: {command}"
+    if kind == "pip":
+        for requirement in args[2:]:
+            m = re.fullmatch(r'(fastmog|\.)\[([\w,]+)\]', requirement)
+            assert m, f"{where}: pip installs something other than fastmog's extras"
+            assert set(m.group(2).split(",")) <= _extras(), where
+    elif kind == "ci":
+        script = ROOT / args[1]
+        assert script.is_file(), where
+        r = subprocess.run(["bash", "-n", str(script)], capture_output=True, text=True)
+        assert r.returncode == 0, f"{where}: {r.stderr}"
+        # extra arguments of the CI scripts go to pytest
+        assert set(args[2:]) <= _pytest_options(), where
+    elif kind == "pytest":
+        for a in args[3:]:
+            if a.startswith("-"):
+                assert a in _pytest_options(), where
+            else:
+                assert (ROOT / a).exists(), where
+    elif kind == "benchmark":
+        assert (ROOT / args[1]).is_file(), where
+    else:
+        pytest.fail(f"{where}: no check for {kind}")
+
+
+def _cams(tmp_path):
     cv2 = pytest.importorskip("cv2")
     cams = tmp_path / "cams"
     cams.mkdir()
@@ -74,25 +125,64 @@ def test_several_sources_commands(data_dir, tmp_path):
         for _ in range(5):
             w.write(rng.integers(0, 256, (48, 64, 3), dtype=np.uint8))
         w.release()
-    first, second = _commands("## Many sources on a Dask cluster")
+    return sorted(glob.glob(str(cams / "*.mkv")))
+
+
+def _run(args, cwd):
+    env = dict(os.environ, PYTHONUNBUFFERED="1")
+    r = subprocess.run([sys.executable, "-m", "fastmog", *args], cwd=cwd, env=env,
+                       capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, f"fastmog {' '.join(args)}\n{r.stderr}"
+    return r
+
+
+def _option(args, name):
+    return args[args.index(name) + 1] if name in args else None
+
+
+@pytest.mark.parametrize("doc, line, command", FASTMOG, ids=_ids(FASTMOG))
+def test_fastmog_command_runs(doc, line, command, data_dir, tmp_path):
+    written = shlex.split(command)[3:]
+    several = "--workers" in written or "--scheduler" in written
+    if several:
+        pytest.importorskip("distributed")
     names = {
+        "video.mp4": str(data_dir / "opencv_samples_video" / "vtest.avi"),
+        "cdnet/highway": str(data_dir / "cdnet_subset_fall"),
+        "frames/": str(data_dir / "cdnet_subset_traffic" / "input"),
         "cam1.mp4": str(data_dir / "opencv_samples_video" / "vtest.avi"),
         "cam2.mp4": str(data_dir / "opencv_samples_video" / "tree.avi"),
-        "frames/": str(data_dir / "cdnet_subset_traffic" / "input"),
+        "/shared/masks": str(tmp_path / "shared_masks"),
     }
-    _run(_substitute(first, names) + ["--frames", "3"], tmp_path)
-    assert len([p for p in (tmp_path / "masks").iterdir() if p.is_dir()]) == 3
-    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                      dashboard_address=None) as cluster:
-        args = []
-        for a in second:
-            if a == "cams/*.mkv":
-                args += sorted(glob.glob(str(cams / "*.mkv")))
-            elif a.startswith("tcp://"):
-                args.append(cluster.scheduler_address)
-            elif a == "/shared/masks":
-                args.append(str(tmp_path / "shared_masks"))
-            else:
-                args.append(a)
+    args = []
+    for a in written:
+        if a == "cams/*.mkv":
+            args += _cams(tmp_path)
+        else:
+            args.append(names.get(a, a))
+    if "cdnet/highway" not in written:            # a CDnet sequence is scored whole
+        args += ["--frames", "3"]
+    scheduler = next((a for a in written if a.startswith("tcp://")), None)
+    if scheduler:
+        from distributed import LocalCluster
+
+        with LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                          dashboard_address=None) as cluster:
+            _run([cluster.scheduler_address if a == scheduler else a for a in args], tmp_path)
+    else:
         _run(args, tmp_path)
-    assert len([p for p in (tmp_path / "shared_masks").iterdir() if p.is_dir()]) == 2
+
+    out = _option(args, "--out")
+    if out is not None:
+        out = tmp_path / out
+        if several:   # one folder of masks per source
+            sources = next(i for i, a in enumerate(args) if a.startswith("-"))  # inputs first
+            assert len([p for p in out.iterdir() if p.is_dir()]) == sources, (out, sources)
+        elif out.suffix:
+            assert out.stat().st_size > 0
+        else:
+            assert len(list(out.glob("mask_*.png"))) == 3
+    for option in ("--preview", "--trace"):
+        path = _option(args, option)
+        if path is not None:
+            assert (tmp_path / path).stat().st_size > 0, option
