@@ -403,7 +403,7 @@ def _nal(kind, hevc):
 
 @pytest.mark.parametrize("codec", ["H264", "h264"])
 def test_cut_points_h264(codec):
-    from fastmog._nvdec_sessions import _first_picture_is_idr as idr
+    from fastmog.video._nvdec_sessions import _first_picture_is_idr as idr
     sps, pps, sei = _nal(7, False), _nal(8, False), _nal(6, False)
     assert idr(sps + pps + sei + _nal(5, False), codec) is True
     assert idr(sei + _nal(1, False), codec) is False
@@ -415,7 +415,7 @@ def test_cut_points_hevc(codec):
     """HEVC NAL types sit in bits 1-6 of a two-byte header: IDR_W_RADL (19)
     and IDR_N_LP (20) cut; CRA (21) does not (its leading pictures may refer
     to the GOP before); neither does a trailing picture."""
-    from fastmog._nvdec_sessions import _first_picture_is_idr as idr
+    from fastmog.video._nvdec_sessions import _first_picture_is_idr as idr
     vps, sps, pps, sei = (_nal(k, True) for k in (32, 33, 34, 39))
     for kind, want in ((19, True), (20, True), (21, False), (1, False), (0, False)):
         assert idr(vps + sps + pps + sei + _nal(kind, True), codec) is want, kind
@@ -427,7 +427,7 @@ def test_cut_points_of_real_packets(clips, name, keys):
     NVDEC: x264 makes IDR pictures (cut), x265's open GOPs CRA ones (not cut
     but the first, an IDR)."""
     av = pytest.importorskip("av")
-    from fastmog._nvdec_sessions import _first_picture_is_idr as idr
+    from fastmog.video._nvdec_sessions import _first_picture_is_idr as idr
     codec = "hevc" if "hevc" in name else "h264"
     cuts, key_frames = [], []
     with av.open(str(clips / name)) as c:
