@@ -13,6 +13,10 @@ leave the cluster and reports the source as lost. (A Dask actor would pin the
 subtractor too, but would add a round trip per frame or a second protocol for
 the same thing; a task that owns the whole source needs neither.)
 
+On the worker a source is opened by the command line's own openers
+(_sources, with the options a Job carries) and run by its one frame loop
+(_loop), so every option means the same in both places.
+
 Each worker gets a slot, the lowest number no other live worker of its host
 holds; on the worker the slot picks the GPU (`slot % device_count()`), so N
 workers of one host spread over its GPUs, and a restarted worker takes the

@@ -1,5 +1,6 @@
 """The main job's inputs: a video file, a folder of frames, a CDnet sequence
-folder or the built-in scene, each opened as a Source of frames.
+folder, the built-in scene or (on Dask) a callable, each opened as a Source
+of frames, for the command line and the Dask workers alike.
 
 Everything that can be checked before the run is checked when the source is
 found or opened: the path is a regular file or a folder, the folder holds
@@ -96,7 +97,7 @@ def _wxh(shape):
 class Source:
     """Frames of one input. frames: an iterator of host frames (numpy) or, from
     NVDEC, of the reader's frame objects (on_device). shape: the first frame's
-    shape. expected: frames the container announces (after --frames), or None.
+    shape, which every frame must have (None: not checked). expected: frames the container announces (after --frames), or None.
     read: frames delivered so far; decode_error: why decoding stopped early."""
 
     def __init__(self, description, shape, frames, *, count=None, expected=None,
