@@ -83,6 +83,17 @@ def test_host_reader_gives_every_frame_in_order(clips, name, grey):
     assert pts == sorted(pts) and pts[1] > pts[0]
 
 
+def test_fps_and_frame_count_are_the_containers(tmp_path):
+    path = tmp_path / "clip.avi"
+    video = cv2.VideoWriter(str(path), cv2.VideoWriter_fourcc(*"MJPG"), 12.5, (32, 24))
+    for i in range(7):
+        video.write(np.full((24, 32, 3), 20 * i, np.uint8))
+    video.release()
+    with fastmog.VideoReader(path, decode="cpu") as reader:
+        assert (reader.fps, reader.frame_count) == (12.5, 7)
+        assert [round(f.pts * reader.fps) for f in reader] == list(range(7))
+
+
 def test_host_ring_holds_depth_frames(clips):
     depth = 3
     reader = fastmog.VideoReader(clips / "vtest_h264.mp4", decode="cpu", depth=depth)
