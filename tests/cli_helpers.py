@@ -48,12 +48,12 @@ def write_cdnet(root, shape=(24, 32), n=4, first=1, truth_shape=None, roi_text="
 
 
 def run_in_process(capsys, *args):
-    """fastmog.cli.main(ARGS) in this process, for mistakes found before any
+    """fastmog.app.cli.main(ARGS) in this process, for mistakes found before any
     frame is decoded (much faster than a new interpreter); the result looks
     like run()'s."""
     import os
 
-    from fastmog import cli
+    from fastmog.app import cli
 
     argv = [os.fsdecode(a) if isinstance(a, bytes) else str(a) for a in args]
     try:

@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 
 import fastmog
-from fastmog import _cvio
-from fastmog._errors import UserError
+from fastmog.app import _cvio
+from fastmog.app._errors import UserError
 from cli_helpers import one_error_line, run, write_cdnet
 from conftest import GPU_OK
 
@@ -273,7 +273,7 @@ def test_an_image_write_cut_short_leaves_no_truncated_file(tmp_path, monkeypatch
 
 
 def test_mog2_options_are_generated_from_the_table(monkeypatch):
-    from fastmog import cli
+    from fastmog.app import cli
 
     table = (
         dict(name="alpha_beta", type=int, default=3, min=1.0, max=9.0, opencv="AlphaBeta",
@@ -301,7 +301,7 @@ def test_mog2_options_are_generated_from_the_table(monkeypatch):
 
 
 def test_help_explains_every_option_with_its_default():
-    from fastmog import cli
+    from fastmog.app import cli
 
     parser = cli.build_parser()
     for action in parser._actions:
@@ -319,7 +319,7 @@ def test_help_explains_every_option_with_its_default():
 
 
 def test_no_shadows_alias():
-    from fastmog import cli
+    from fastmog.app import cli
 
     assert cli.build_parser().parse_args(["--no-shadows"]).detect_shadows is False
 

@@ -97,8 +97,7 @@ def test_file_names_that_are_not_utf8(tmp_path):
     assert r.returncode == 0, (r.returncode, r.stderr)
     r = run(video, "--cpu")                      # and read back as input
     assert r.returncode == 0 and "processed 3 frames" in r.stdout, r.stderr
-    if getattr(fastmog, "VideoReader", None) is not None:
-        assert "decoding on the CPU (OpenCV): the file name is not UTF-8" in r.stdout
+    assert "decoding on the CPU" in r.stdout       # VideoReader hands OpenCV bytes
 
 
 def test_fifo_as_input_is_refused_not_waited_on(tmp_path):

@@ -12,7 +12,7 @@ import zipfile
 import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
-SOURCES = ["src/*.c", "src/*.h", "cuda/*.cu", "cuda/*.h", "python/fastmog/*.py"]
+SOURCES = ["src/*.c", "src/*.h", "cuda/*.cu", "cuda/*.h", "python/fastmog/**/*.py"]
 TYPING = ["python/fastmog/py.typed", "python/fastmog/_fastmog.pyi"]
 
 
@@ -41,7 +41,8 @@ def test_wheel_has_the_module_and_typing_files():
     wheel = _archive("FASTMOG_WHEEL")
     with zipfile.ZipFile(wheel) as zf:
         names = set(zf.namelist())
-    assert {"fastmog/py.typed", "fastmog/_fastmog.pyi", "fastmog/__init__.py"} <= names
+    assert {"fastmog/py.typed", "fastmog/_fastmog.pyi", "fastmog/__init__.py",
+            "fastmog/video/__init__.py", "fastmog/app/cli.py"} <= names
     assert any(n.startswith("fastmog/_fastmog.") and n.endswith(".so") for n in names), names
 
 

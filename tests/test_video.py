@@ -83,6 +83,17 @@ def test_host_reader_gives_every_frame_in_order(clips, name, grey):
     assert pts == sorted(pts) and pts[1] > pts[0]
 
 
+def test_fps_and_frame_count_are_the_containers(tmp_path):
+    path = tmp_path / "clip.avi"
+    video = cv2.VideoWriter(str(path), cv2.VideoWriter_fourcc(*"MJPG"), 12.5, (32, 24))
+    for i in range(7):
+        video.write(np.full((24, 32, 3), 20 * i, np.uint8))
+    video.release()
+    with fastmog.VideoReader(path, decode="cpu") as reader:
+        assert (reader.fps, reader.frame_count) == (12.5, 7)
+        assert [round(f.pts * reader.fps) for f in reader] == list(range(7))
+
+
 def test_host_ring_holds_depth_frames(clips):
     depth = 3
     reader = fastmog.VideoReader(clips / "vtest_h264.mp4", decode="cpu", depth=depth)
@@ -403,7 +414,7 @@ def _nal(kind, hevc):
 
 @pytest.mark.parametrize("codec", ["H264", "h264"])
 def test_cut_points_h264(codec):
-    from fastmog._nvdec_sessions import _first_picture_is_idr as idr
+    from fastmog.video._nvdec_sessions import _first_picture_is_idr as idr
     sps, pps, sei = _nal(7, False), _nal(8, False), _nal(6, False)
     assert idr(sps + pps + sei + _nal(5, False), codec) is True
     assert idr(sei + _nal(1, False), codec) is False
@@ -415,7 +426,7 @@ def test_cut_points_hevc(codec):
     """HEVC NAL types sit in bits 1-6 of a two-byte header: IDR_W_RADL (19)
     and IDR_N_LP (20) cut; CRA (21) does not (its leading pictures may refer
     to the GOP before); neither does a trailing picture."""
-    from fastmog._nvdec_sessions import _first_picture_is_idr as idr
+    from fastmog.video._nvdec_sessions import _first_picture_is_idr as idr
     vps, sps, pps, sei = (_nal(k, True) for k in (32, 33, 34, 39))
     for kind, want in ((19, True), (20, True), (21, False), (1, False), (0, False)):
         assert idr(vps + sps + pps + sei + _nal(kind, True), codec) is want, kind
@@ -427,7 +438,7 @@ def test_cut_points_of_real_packets(clips, name, keys):
     NVDEC: x264 makes IDR pictures (cut), x265's open GOPs CRA ones (not cut
     but the first, an IDR)."""
     av = pytest.importorskip("av")
-    from fastmog._nvdec_sessions import _first_picture_is_idr as idr
+    from fastmog.video._nvdec_sessions import _first_picture_is_idr as idr
     codec = "hevc" if "hevc" in name else "h264"
     cuts, key_frames = [], []
     with av.open(str(clips / name)) as c:

@@ -4,7 +4,14 @@ Every GPU operation takes an explicit, keyword-only ``stream=``; nothing in
 fastmog creates a stream or synchronizes the device behind your back.
 ``import fastmog`` works on machines without a GPU: the first GPU operation
 then raises :class:`CudaError` saying why.
+
+The library is this package; the command line (`python -m fastmog`) and the
+several-source runner are the application wing, fastmog.app, which the library
+never imports: process_sources, SourceResult and local_client are loaded from
+it on first use.
 """
+from typing import TYPE_CHECKING
+
 from ._fastmog import (
     BackgroundSubtractorMOG2,
     apply_cameras,
@@ -31,10 +38,25 @@ from ._device_pointer import DevicePointer
 from ._diagnose import diagnose
 from ._timing import CallRecord, Timer, nvtx_range, profile
 from ._pipeline import pipeline
-from ._video import DecodeError, VideoFrame, VideoReader
+from .video import DecodeError, VideoFrame, VideoReader
 from ._display import Image
-from ._dask import SourceResult, local_client, process_sources   # Dask only when called
 from . import cpu
+
+if TYPE_CHECKING:
+    from .app._dask import SourceResult, local_client, process_sources
+
+# the library's entry points into the application wing, imported on first use
+_FROM_APP = {"process_sources", "SourceResult", "local_client"}
+
+
+def __getattr__(name):
+    if name in _FROM_APP:
+        from .app import _dask
+
+        value = getattr(_dask, name)
+        globals()[name] = value           # looked up once
+        return value
+    raise AttributeError(f"module 'fastmog' has no attribute {name!r}")
 
 
 _DEFAULTS = cpu._DEFAULTS      # from the C parameter table

@@ -1,7 +1,7 @@
-"""python -m fastmog: see fastmog.cli."""
+"""python -m fastmog: the command line of fastmog.app.cli."""
 import sys
 
-from .cli import main
+from .app.cli import main
 
 if __name__ == "__main__":
     sys.exit(main())

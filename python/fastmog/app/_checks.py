@@ -2,7 +2,9 @@
 input, the device, the memory the frames will need, and the ground truth."""
 import os
 
-from . import _cvio, _fastmog
+from .. import _fastmog
+from ..scoring import GroundTruth
+from . import _cvio
 from ._errors import UserError, shown
 from ._writers import LOSSLESS_VIDEO
 
@@ -73,8 +75,6 @@ def memory_check(on_gpu, device, n_mixtures, batch=1):
 def open_ground_truth(path, first_shape, numbers):
     """The scorer, checked: its files parse, its labels have the frames' size
     and it labels at least one of the frames (when their numbers are known)."""
-    from .scoring import GroundTruth
-
     try:
         truth = GroundTruth(path, _cvio.read_grey)
     except (OSError, ValueError) as e:
@@ -94,19 +94,17 @@ def open_ground_truth(path, first_shape, numbers):
 
 def choose_device(args):
     """(on_gpu, why not) after checking --device and --cpu."""
-    import fastmog
-
     if args.cpu:
         if args.device is not None:
             raise UserError("--device and --cpu contradict each other: --cpu runs on the host")
         return False, "--cpu was given"
-    if not fastmog.cuda_available():
+    if not _fastmog.cuda_available():
         status, text = _fastmog._cuda_status()
         if args.device is not None:
             raise UserError(f"--device {args.device}: no CUDA device is usable here "
                             f"({status}: {text})")
         return False, f"no usable GPU ({status})"
-    if args.device is not None and not args.device < fastmog.device_count():
+    if args.device is not None and not args.device < _fastmog.device_count():
         raise UserError(f"--device {args.device} does not exist: this machine has "
-                        f"{fastmog.device_count()} CUDA device(s)")
+                        f"{_fastmog.device_count()} CUDA device(s)")
     return True, None

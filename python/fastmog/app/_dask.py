@@ -13,6 +13,10 @@ leave the cluster and reports the source as lost. (A Dask actor would pin the
 subtractor too, but would add a round trip per frame or a second protocol for
 the same thing; a task that owns the whole source needs neither.)
 
+On the worker a source is opened by the command line's own openers
+(_sources, with the options a Job carries) and run by its one frame loop
+(_loop), so every option means the same in both places.
+
 Each worker gets a slot, the lowest number no other live worker of its host
 holds; on the worker the slot picks the GPU (`slot % device_count()`), so N
 workers of one host spread over its GPUs, and a restarted worker takes the
@@ -21,11 +25,16 @@ slot of the one it replaces.
 import collections
 import dataclasses
 import hashlib
+import logging
 import os
 import pathlib
 import time
 
 import numpy as np
+
+from .. import _fastmog, cpu
+from . import _checks, _loop, _sources, _writers
+from ._errors import UserError
 
 DEVICE_POLICIES = ("spread", "first", "cpu")
 NO_WORKER_TIMEOUT = 60.0     # seconds without any worker before the rest is given up
@@ -53,6 +62,18 @@ class SourceResult:
     device: int | None = None
     seconds: float | None = None
     error: str | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class Job:
+    """What every worker is told, besides its source: the subtractor's
+    parameters, the learning rate, where it runs (a device policy) and how
+    its source is read."""
+
+    mog2_kwargs: dict
+    learning_rate: float
+    device_policy: str
+    read: _sources.SourceOptions
 
 
 def source_name(source):
@@ -85,8 +106,6 @@ def process_sources(sources, *, client=None, workers=None, out_dirs=None, mog2_k
     or "cpu" (the host reference everywhere).
     on_result: called with each SourceResult as soon as it is known.
     """
-    import fastmog
-
     sources = list(sources)
     if not sources:
         raise ValueError("sources is empty: give at least one path or callable")
@@ -110,17 +129,16 @@ def process_sources(sources, *, client=None, workers=None, out_dirs=None, mog2_k
         raise ValueError(f"learning_rate must be at most 1 (negative: automatic), "
                          f"got {learning_rate}")
     mog2_kwargs = dict(mog2_kwargs or {})
-    fastmog.cpu.BackgroundSubtractorMOG2(**mog2_kwargs)   # bad parameters fail here, not 8 times
-    options = {"mog2_kwargs": mog2_kwargs, "learning_rate": float(learning_rate),
-               "grey": bool(grey), "frames": frames, "decode": decode,
-               "device_policy": device_policy}
+    cpu.BackgroundSubtractorMOG2(**mog2_kwargs)   # bad parameters fail here, not 8 times
+    job = Job(mog2_kwargs, float(learning_rate), device_policy,
+                  _sources.SourceOptions(frames=frames, grey=bool(grey), decode=decode))
     if client is not None:
         if workers is not None:
             raise ValueError("workers= sizes a local cluster; with client= the cluster is "
                              "the client's")
-        return _schedule(client, sources, out_dirs, options, on_result)
+        return _schedule(client, sources, out_dirs, job, on_result)
     with local_client(workers) as own:
-        return _schedule(own, sources, out_dirs, options, on_result)
+        return _schedule(own, sources, out_dirs, job, on_result)
 
 
 class local_client:
@@ -128,16 +146,12 @@ class local_client:
     client; closed on exit. Needs dask[distributed] (fastmog[dask])."""
 
     def __init__(self, n=None):
-        import logging
-
         try:
             import distributed
         except ImportError:
             raise ImportError("Dask is not installed: pip install 'fastmog[dask]'") from None
         if n is None:
-            import fastmog
-
-            n = fastmog.device_count() if fastmog.cuda_available() else 2
+            n = _fastmog.device_count() if _fastmog.cuda_available() else 2
         if n < 1:
             raise ValueError(f"workers must be at least 1, got {n}")
         # workers are processes: one subtractor, one GIL and (GPU) one device each
@@ -158,7 +172,7 @@ class local_client:
         self.cluster.close()
 
 
-def _live_workers(client):
+def live_workers(client):
     """{address: host} of the workers the scheduler knows now."""
     try:
         info = client.scheduler_info(n_workers=-1)
@@ -167,7 +181,7 @@ def _live_workers(client):
     return {addr: w.get("host", addr) for addr, w in info.get("workers", {}).items()}
 
 
-def _schedule(client, sources, out_dirs, options, on_result):
+def _schedule(client, sources, out_dirs, job, on_result):
     from distributed import wait
 
     results = [None] * len(sources)
@@ -182,7 +196,7 @@ def _schedule(client, sources, out_dirs, options, on_result):
             on_result(result)
 
     while pending or running:
-        live = _live_workers(client)
+        live = live_workers(client)
         for w in [w for w in slots if w not in live]:
             del slots[w]
         for future, (i, w) in list(running.items()):
@@ -199,7 +213,7 @@ def _schedule(client, sources, out_dirs, options, on_result):
                 slots[w] = min(set(range(len(taken) + 1)) - taken)
             if pending and w not in busy:
                 i = pending.popleft()
-                future = client.submit(_run_source, sources[i], out_dirs[i], slots[w], options,
+                future = client.submit(_run_source, sources[i], out_dirs[i], slots[w], job,
                                        workers=[w], allow_other_workers=False, pure=False,
                                        key=f"fastmog-source-{i}-{os.urandom(4).hex()}")
                 running[future] = (i, w)
@@ -229,8 +243,6 @@ def _schedule(client, sources, out_dirs, options, on_result):
 
 def _collect(future, source, out_dir, worker):
     """The SourceResult of a finished task."""
-    from ._errors import UserError
-
     if future.status == "finished":
         try:
             return SourceResult(source, "done", worker=worker, **future.result(timeout=60))
@@ -253,83 +265,42 @@ def _collect(future, source, out_dir, worker):
 # ---- on the worker -----------------------------------------------------------------------
 
 
-def _run_source(source, out_dir, slot, options):
-    """One whole source, in order, by one subtractor in this worker process.
-    Returns the fields of its SourceResult (small: no masks travel back)."""
-    import argparse
-
-    import fastmog
-    from . import _checks, _sources, _writers
-
-    policy = options["device_policy"]
-    on_gpu = policy != "cpu" and fastmog.cuda_available()
-    device = (0 if policy == "first" else slot % fastmog.device_count()) if on_gpu else None
-    kwargs = options["mog2_kwargs"]
-    sub = (fastmog.BackgroundSubtractorMOG2(**kwargs, device=device) if on_gpu
-           else fastmog.cpu.BackgroundSubtractorMOG2(**kwargs))
-    streams = [fastmog.Stream(device=device) for _ in range(3)] if on_gpu else []
+def _run_source(source, out_dir, slot, job):
+    """One whole source, in order, by one subtractor in this worker process,
+    through the main job's own opener and frame loop. Returns the fields of
+    its SourceResult (small: no masks travel back)."""
+    policy = job.device_policy
+    on_gpu = policy != "cpu" and _fastmog.cuda_available()
+    device = (0 if policy == "first" else slot % _fastmog.device_count()) if on_gpu else None
+    sub = _loop.subtractor(job.mog2_kwargs, device, on_gpu)
     # the client checked the folder; a rerun's stale masks are replaced
     writer = _writers.PngSequence(out_dir, True) if out_dir is not None else _writers.NoMasks()
-    check_memory = _checks.memory_check(on_gpu, device, sub.n_mixtures)
-    lr = options["learning_rate"]
-    reader = None
-    digest, count, shape = hashlib.sha256(), 0, None
+    streams = _loop.open_streams(device, on_gpu)
     try:
-        if callable(source) and not isinstance(source, (str, bytes, os.PathLike)):
-            frames, on_device = iter(source()), False
-            if options["frames"]:
-                frames = (f for _, f in zip(range(options["frames"]), frames))
+        if isinstance(source, (str, bytes, os.PathLike)):
+            opened = _sources.open_source(
+                _sources.find_input(os.fsdecode(source)), job.read, on_gpu=on_gpu,
+                stream=streams[1] if on_gpu else None, timer=None,
+                check_memory=_checks.memory_check(on_gpu, device, sub.n_mixtures))
         else:
-            args = argparse.Namespace(frames=options["frames"], grey=options["grey"],
-                                      decode=options["decode"], fps=None)
-            found = _sources.find_input(os.fsdecode(source))
-            if found.kind == "frames":
-                opened = _sources.open_frames(found, args, check_memory)
-            else:
-                opened = _sources.open_video(found, args, on_gpu=on_gpu,
-                                             stream=streams[1] if on_gpu else None,
-                                             timer=None, check_memory=check_memory)
-            reader = getattr(opened, "reader", None)
-            frames, on_device = opened, opened.on_device
-        writer.start(None)
-        started = time.perf_counter()
-        if on_device:
-            masks = _device_masks(sub, frames, streams[1], lr)
-        elif on_gpu:
-            from .cli import _host_frames     # a reader's pinned ring, copied when too short
-
-            masks = fastmog.pipeline(sub, _host_frames(frames, 1), streams=streams,
-                                     learning_rate=lr)
-        else:
-            masks = (sub.apply(f, lr) for f in frames)
-        for mask in masks:
-            mask = np.ascontiguousarray(mask)
-            digest.update(mask.data)
-            writer.write(mask)
-            shape = mask.shape
-            count += 1
-        seconds = time.perf_counter() - started
-    finally:
-        writer.close()
-        if reader is not None:
-            reader.close()                # before its stream: NVDEC works on it
+            opened = _sources.open_callable(source, job.read.frames)
+    except BaseException:
         for s in streams:
             s.close()
-    return {"frames": count, "shape": shape, "digest": digest.hexdigest(),
-            "out_dir": out_dir, "device": device, "seconds": seconds}
+        raise
+    digest, shapes = hashlib.sha256(), []
 
+    def seen(index, mask):
+        digest.update(np.ascontiguousarray(mask).data)
+        shapes[:] = [mask.shape]
 
-def _device_masks(sub, frames, stream, lr):
-    """NVDEC frames (already on the GPU) to host masks, one at a time."""
-    import fastmog
-
-    host = None
-    for f in frames:
-        mask = sub.apply(f.as_input(stream), lr, stream=stream)
-        if host is None:
-            host = fastmog.pinned_empty(mask.shape, np.uint8)
-        mask.download(host, stream=stream)
-        yield host
+    done = _loop.process(sub, opened, writer, streams=streams,
+                         learning_rate=job.learning_rate, on_mask=seen)
+    if done.interrupted:
+        raise KeyboardInterrupt
+    return {"frames": done.frames, "shape": shapes[0] if shapes else None,
+            "digest": digest.hexdigest(), "out_dir": out_dir, "device": device,
+            "seconds": done.seconds}
 
 
 def unique_names(sources):

@@ -31,9 +31,10 @@ import threading
 
 import numpy as np
 
-from . import _fastmog
-from ._device_pointer import DevicePointer
-from ._video import DecodeError, _NvdecDecoder, _truncated
+from .. import _fastmog
+from .._device_pointer import DevicePointer
+from ._errors import DecodeError, truncated
+from ._nvdec import NvdecDecoder
 
 _END = object()                      # a session has flushed its decoder
 _REORDER = 8                         # slots beyond a GOP's length: frames the decoder holds back
@@ -183,11 +184,12 @@ class ParallelNvdecDecoder:
     name = "nvdec"
 
     def __init__(self, source, stream, device, open_timeout, sessions):
-        self.probe = _NvdecDecoder(source, stream, device, open_timeout, decoder=False)
+        self.probe = NvdecDecoder(source, stream, device, open_timeout, decoder=False)
         p = self.probe
         self.nvc, self.source, self.device, self.stream = p.nvc, source, device, stream
         self.width, self.height, self.codec = p.width, p.height, p.codec
-        self.declared, self.engines, self.time_base = p.declared, p.engines, p.time_base
+        self.declared, self.fps = p.declared, p.fps
+        self.engines, self.time_base = p.engines, p.time_base
         self.sessions = sessions
         self.gops = []                       # the GOPs dispatched so far, by number
         self.cut = threading.Condition()     # guards gops, demux_done, consumer_gop
@@ -295,7 +297,7 @@ class ParallelNvdecDecoder:
         if self.demux_error is not None:
             raise self.demux_error
         if index < self.declared:
-            raise _truncated(self.source, index, self.declared)
+            raise truncated(self.source, index, self.declared)
 
     def _give_back(self, taken):
         worker, slot = taken

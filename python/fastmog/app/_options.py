@@ -6,8 +6,9 @@ import math
 import pathlib
 import re
 
-from . import _fastmog
+from .. import _fastmog
 from ._errors import EXIT_USAGE
+from ._sources import SourceOptions
 
 EPILOG = """\
 exit status: 0 done; 2 a mistake in the command, its input or its outputs (one
@@ -228,3 +229,11 @@ def _add_mog2_options(p):
 
 def mog2_kwargs(args):
     return {param["name"]: getattr(args, param["name"]) for param in mog2_parameters()}
+
+
+def source_options(args):
+    """How the command line asks its source to be read; past this point no
+    argparse namespace travels."""
+    return SourceOptions(frames=args.frames, grey=args.grey, decode=args.decode,
+                         nvdec_sessions=args.nvdec_sessions, fps=args.fps, size=args.size,
+                         colour=args.colour)

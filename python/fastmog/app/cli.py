@@ -1,35 +1,31 @@
 """python -m fastmog: the main job, background subtraction of a video, a folder
-of frames or the built-in scene with a truthful report (the run and its loop).
+of frames or the built-in scene with a truthful report (the run and its report).
 
 The command line is in _options, the checks before the run in _checks, inputs
-in _sources, outputs in _writers, the progress line in _progress. Every
-mistake the user can make ends with one line on stderr and exit status 2,
-found before the run wherever it can be (exit statuses: _options.EPILOG).
+in _sources, the frame loop in _loop, outputs in _writers, the progress line in
+_progress, several sources in _multi. Every mistake the user can make ends
+with one line on stderr and exit status 2, found before the run wherever it
+can be (exit statuses: _options.EPILOG).
 """
 import sys
-import time
 
-import numpy as np
-
-from . import _checks, _cvio, _sources, _writers
-from ._checks import PIPELINE_DEPTH
+from .. import _fastmog
+from .._timing import Timer
+from . import _checks, _cvio, _loop, _multi, _sources, _writers
 from ._errors import EXIT_INTERRUPTED, EXIT_OK, EXIT_SHORT, EXIT_USAGE, UserError, shown
-from ._options import build_parser, distributed, mog2_kwargs
+from ._options import build_parser, distributed, mog2_kwargs, source_options
 from ._progress import Progress
 
 # ---- the job -----------------------------------------------------------------------------
 
 
 def run(args):
-    import fastmog
-
+    """One source (args.input: a path, or None for the built-in scene)."""
     found = _sources.find_input(args.input)
     _checks.check_options(args, found)
     on_gpu, why_host = _checks.choose_device(args)
     try:
-        kwargs = mog2_kwargs(args)
-        sub = (fastmog.BackgroundSubtractorMOG2(**kwargs, device=args.device) if on_gpu
-               else fastmog.cpu.BackgroundSubtractorMOG2(**kwargs))
+        sub = _loop.subtractor(mog2_kwargs(args), args.device, on_gpu)
     except (ValueError, TypeError) as e:
         raise UserError(str(e)) from None
 
@@ -49,22 +45,17 @@ def run(args):
               f"{scored}")
 
     profiling = args.profile or args.sync or args.trace is not None
-    timer = fastmog.Timer(sync=args.sync) if profiling else None
+    timer = Timer(sync=args.sync) if profiling else None
     if not on_gpu:
         print(f"fastmog: {why_host}: running the host reference (slower)", file=sys.stderr)
     check_memory = _checks.memory_check(on_gpu, args.device, args.n_mixtures, args.batch)
-    # upload, compute, download; NVDEC decodes onto the compute stream
-    streams = [fastmog.Stream(device=args.device) for _ in range(3)] if on_gpu else []
+    streams = _loop.open_streams(args.device, on_gpu)
+    source = _sources.open_source(found, source_options(args), on_gpu=on_gpu,
+                                  stream=streams[1] if on_gpu else None, timer=timer,
+                                  check_memory=check_memory)
     if found.kind == "scene":
-        source = _sources.open_scene(args, on_gpu, check_memory)
         print(f"fastmog: rendered the built-in scene in {source.render_seconds:.2f} s "
               f"(not counted below)")
-    elif found.kind == "frames":
-        source = _sources.open_frames(found, args, check_memory)
-    else:
-        source = _sources.open_video(found, args, on_gpu=on_gpu,
-                                     stream=streams[1] if on_gpu else None, timer=timer,
-                                     check_memory=check_memory)
     truth = None
     if truth_dir is not None:
         numbers = source.numbers
@@ -72,7 +63,7 @@ def run(args):
             numbers = range(source.expected)
         truth = _checks.open_ground_truth(truth_dir, source.shape, numbers)
 
-    where = (f"GPU {fastmog.device_properties(sub.device)['name']}" if on_gpu
+    where = (f"GPU {_fastmog.device_properties(sub.device)['name']}" if on_gpu
              else "the host reference")
     print(f"fastmog: {source.description} on {where}")
     if source.decoder_line:
@@ -81,76 +72,40 @@ def run(args):
 
 
 def _process(args, sub, source, writer, truth, timer, streams):
-    import fastmog
-
+    """The source through the one frame loop, then the report."""
     label = "decoding and processing" if source.decoder_line else "processing"
-    progress = Progress(label, source.count)
-    last = {}
-    done, pixels, interrupted = 0, 0, False
-    on_gpu = bool(streams)
-    writer.start(source.fps)
 
-    def keep_last(frame):
-        last["frame"] = frame
-        return frame
+    def score(index, mask):
+        number = source.numbers[index] if source.numbers else index
+        truth.add(number if number is not None else index, mask)
 
-    started = time.perf_counter()
-    try:
-        if source.on_device:
-            masks = _device_frames(sub, source, streams[1], args, timer, last)
-        elif on_gpu:
-            frames = (keep_last(f) for f in _host_frames(source, args.batch))
-            masks = fastmog.pipeline(sub, frames, streams=streams, batch=args.batch,
-                                     learning_rate=args.learning_rate, timer=timer)
-        else:
-            masks = (sub.apply(keep_last(f), args.learning_rate, timer=timer) for f in source)
-        for mask in masks:
-            writer.write(mask)
-            if truth is not None:
-                number = source.numbers[done] if source.numbers else done
-                truth.add(number if number is not None else done, mask)
-            done += 1
-            pixels += mask.size
-            progress.update(done)
-            last["mask"] = mask
-    except KeyboardInterrupt:
-        interrupted = True
-    finally:
-        elapsed = time.perf_counter() - started
-        progress.close()
-        writer.close()
-        reader = getattr(source, "reader", None)
-        if reader is not None:
-            reader.close()                # before its stream: NVDEC works on it
-    if done == 0 and not interrupted:
+    done = _loop.process(sub, source, writer, streams=streams,
+                         learning_rate=args.learning_rate, batch=args.batch, timer=timer,
+                         on_mask=score if truth is not None else None,
+                         progress=Progress(label, source.count),
+                         keep_last=args.preview is not None)
+    interrupted, elapsed = done.interrupted, done.seconds
+    if done.frames == 0 and not interrupted:
         raise UserError("no frame was processed")
     if not interrupted:
         writer.verify()
-
-    if args.preview is not None and "mask" in last:
-        if on_gpu:
-            s = streams[0]
-            background = sub.get_background_image(stream=s).download(stream=s)
-        else:
-            background = sub.get_background_image()
-        _writers.write_preview(args.preview, last["frame"], np.array(last["mask"]), background)
-    for s in streams:
-        s.close()
+    if done.last_mask is not None:
+        _writers.write_preview(args.preview, done.last_frame, done.last_mask, done.background)
 
     status = "interrupted after" if interrupted else "processed"
-    print(f"fastmog: {status} {done} frames in {elapsed:.3f} s: {done / elapsed:.1f} frames/s, "
-          f"{pixels / elapsed / 1e6:.1f} megapixels/s"
+    print(f"fastmog: {status} {done.frames} frames in {elapsed:.3f} s: "
+          f"{done.frames / elapsed:.1f} frames/s, {done.pixels / elapsed / 1e6:.1f} megapixels/s"
           + (" (including writing the masks)" if args.out is not None else ""))
     if writer.count:
         print(f"fastmog: wrote {writer.count} masks to {shown(args.out)}"
               + (" (read back: exact)" if isinstance(writer, _writers.LosslessVideo) else ""))
-    if args.preview is not None and "mask" in last:
+    if done.last_mask is not None:
         print(f"fastmog: wrote the preview {shown(args.preview)}")
     if truth is not None:
         s = truth.score
         if s.frames == 0 and not interrupted:
             raise UserError(f"ground truth {shown(truth.path)} labels none of the "
-                            f"{done} frames processed: nothing was scored")
+                            f"{done.frames} frames processed: nothing was scored")
         print(f"fastmog: ground truth {shown(truth.path)}: precision {s.precision:.4f} "
               f"recall {s.recall:.4f} F-measure {s.f_measure:.4f} over {s.frames} frames")
     if timer is not None:
@@ -180,50 +135,15 @@ def _process(args, sub, source, writer, truth, timer, streams):
     return EXIT_OK
 
 
-def _host_frames(source, batch):
-    """Host frames for a pipeline of `batch` frames per launch. A reader's
-    pinned ring buffer is passed as it is only when the ring outlasts the
-    frames the pipeline keeps in flight (it uploads pinned frames
-    asynchronously); otherwise copied."""
-    depth = getattr(getattr(source, "reader", None), "depth", None)
-    if getattr(source, "reader", None) is None or (depth is not None
-                                                   and depth > PIPELINE_DEPTH * batch):
-        return iter(source)
-    return (np.array(f) for f in source)
-
-
-def _device_frames(sub, source, stream, args, timer, last):
-    """NVDEC frames: already on the GPU, so no upload (grey: the luma plane as
-    it is; colour: converted from NV12 on `stream`). A frame's planes are valid
-    until the next is taken, and everything here is queued on `stream` before
-    that. Yields host masks."""
-    import fastmog
-
-    host_mask = None
-    for f in source:
-        frame = f.as_input(stream)
-        mask = sub.apply(frame, args.learning_rate, stream=stream, timer=timer)
-        if host_mask is None:
-            host_mask = fastmog.pinned_empty(mask.shape, np.uint8)
-        mask.download(host_mask, stream=stream, timer=timer)
-        if args.preview is not None:
-            last["frame"] = frame.download(stream=stream)
-        yield host_mask
-
-
 def main(argv=None):
     for out in (sys.stdout, sys.stderr):
         # a file name that is not UTF-8 must not turn a message into a traceback
         if hasattr(out, "reconfigure"):
             out.reconfigure(errors="backslashreplace")
     _cvio.quiet_opencv()
-    import fastmog
-
     args = build_parser().parse_args(argv)
     try:
         if distributed(args):
-            from . import _multi
-
             return _multi.run(args)
         args.input = args.input[0] if args.input else None
         return run(args)
@@ -232,7 +152,7 @@ def main(argv=None):
     except MemoryError:
         print("fastmog: error: out of host memory: use smaller frames or fewer of them",
               file=sys.stderr)
-    except fastmog.CudaError as e:
+    except _fastmog.CudaError as e:
         if e.name != "cudaErrorMemoryAllocation":
             raise
         print(f"fastmog: error: out of GPU memory ({e}): use smaller frames", file=sys.stderr)

@@ -4,7 +4,9 @@ with one line per source as it finishes (the work itself is in _dask)."""
 import sys
 import time
 
+from .. import cpu
 from . import _sources, _writers
+from ._dask import live_workers, local_client, process_sources, source_name, unique_names
 from ._errors import EXIT_INCOMPLETE, EXIT_OK, UserError, shown
 from ._options import mog2_kwargs
 
@@ -39,15 +41,11 @@ def check(args):
         if args.out.exists() and not args.out.is_dir():
             raise UserError(f"cannot write masks to {shown(args.out)}: it is a file, "
                             f"not a folder")
-        from ._dask import unique_names
-
         # each subfolder is checked (and made) now: a used one must not cost a run
         out_dirs = [_writers.PngSequence(args.out / name, args.overwrite).path
                     for name in unique_names(args.input)]
     try:
-        import fastmog
-
-        fastmog.cpu.BackgroundSubtractorMOG2(**mog2_kwargs(args))
+        cpu.BackgroundSubtractorMOG2(**mog2_kwargs(args))
     except (ValueError, TypeError) as e:
         raise UserError(str(e)) from None
     return list(args.input), out_dirs
@@ -59,7 +57,6 @@ def _client(args):
     except ImportError:
         raise UserError("several sources run on Dask, which is not installed: "
                         "pip install 'fastmog[dask]'") from None
-    from ._dask import local_client
 
     if args.scheduler is None:
         return local_client(args.workers), "a local cluster"
@@ -71,12 +68,10 @@ def _client(args):
 
 
 def run(args):
-    from ._dask import _live_workers, process_sources, source_name
-
     sources, out_dirs = check(args)
     cluster, where = _client(args)
     with cluster as client:
-        n_workers = len(_live_workers(client))
+        n_workers = len(live_workers(client))
         print(f"fastmog: {len(sources)} sources on {where} of {n_workers} Dask workers "
               f"({'the host reference' if args.cpu else 'a GPU each where there is one'})")
 

@@ -1,0 +1,141 @@
+"""The one frame loop: the frames of one source through one subtractor to
+its masks, for the command line and every Dask worker alike.
+
+A source's frames take one of three paths: NVDEC frames are applied where
+they lie, on the GPU, one by one; host frames go through the overlapped
+fastmog.pipeline when a GPU is used; otherwise through the host reference.
+"""
+import dataclasses
+import time
+
+import numpy as np
+
+from .. import _fastmog, _pipeline, cpu
+from ._checks import PIPELINE_DEPTH
+
+
+def subtractor(mog2_kwargs, device, on_gpu):
+    """MOG2 with these parameters on GPU `device`, or the host reference."""
+    if on_gpu:
+        return _fastmog.BackgroundSubtractorMOG2(**mog2_kwargs, device=device)
+    return cpu.BackgroundSubtractorMOG2(**mog2_kwargs)
+
+
+def open_streams(device, on_gpu):
+    """upload, compute, download (NVDEC decodes onto compute); none on the host."""
+    return [_fastmog.Stream(device=device) for _ in range(3)] if on_gpu else []
+
+
+@dataclasses.dataclass
+class Processed:
+    """What the loop did. last_frame, last_mask and background are the last
+    frame's, kept when asked (the preview)."""
+
+    frames: int = 0
+    pixels: int = 0
+    seconds: float = 0.0
+    interrupted: bool = False
+    last_frame: np.ndarray | None = None
+    last_mask: np.ndarray | None = None
+    background: np.ndarray | None = None
+
+
+def process(sub, source, writer, *, streams, learning_rate=-1.0, batch=1, timer=None,
+            on_mask=None, progress=None, keep_last=False):
+    """Runs every frame of `source` (an opened _sources.Source) through `sub`
+    and returns what was done (Processed). Each mask goes to `writer`, then
+    to on_mask(index, mask), then to progress.update(count). A mask may be
+    a buffer that the next one reuses: copy it to keep it.
+
+    streams: [] for the host reference, else (upload, compute, download) on
+    sub's device, NVDEC's frames queued on compute. batch: host frames per
+    launch on the GPU. Ctrl-C ends the loop early (`interrupted`), keeping
+    what was written.
+
+    The closing order, whatever happens: the progress line, the writer, the
+    source's decoder, then the streams (NVDEC and the pipeline work on them).
+    """
+    done = Processed()
+    last = {}
+    writer.start(source.fps)
+    started = time.perf_counter()
+    try:
+        try:
+            for mask in _masks(sub, source, streams, learning_rate, batch, timer, last,
+                               keep_last):
+                writer.write(mask)
+                if on_mask is not None:
+                    on_mask(done.frames, mask)
+                done.frames += 1
+                done.pixels += mask.size
+                if progress is not None:
+                    progress.update(done.frames)
+                last["mask"] = mask
+        except KeyboardInterrupt:
+            done.interrupted = True
+        finally:
+            done.seconds = time.perf_counter() - started
+            if progress is not None:
+                progress.close()
+            writer.close()
+            source.close()
+        if keep_last and "mask" in last:
+            done.last_frame, done.last_mask = last["frame"], np.array(last["mask"])
+            done.background = _background(sub, streams)
+    finally:
+        for s in streams:
+            s.close()
+    return done
+
+
+def _masks(sub, source, streams, learning_rate, batch, timer, last, keep_last):
+    """The host masks of the source's frames, on the path its frames take;
+    the frame last taken is kept in last["frame"] when asked."""
+
+    def kept(frame):
+        if keep_last:
+            last["frame"] = frame
+        return frame
+
+    if source.on_device:
+        return _device_masks(sub, source, streams[1], learning_rate, timer, last, keep_last)
+    if streams:
+        frames = (kept(f) for f in _host_frames(source, batch))
+        return _pipeline.pipeline(sub, frames, streams=streams, batch=batch,
+                                  learning_rate=learning_rate, timer=timer)
+    return (sub.apply(kept(f), learning_rate, timer=timer) for f in source)
+
+
+def _host_frames(source, batch):
+    """Host frames for a pipeline of `batch` frames per launch. A reader's
+    pinned ring buffer is passed as it is only when the ring outlasts the
+    frames the pipeline keeps in flight (it uploads pinned frames
+    asynchronously); otherwise copied."""
+    if source.reader is None or source.reader.depth > PIPELINE_DEPTH * batch:
+        return iter(source)
+    return (np.array(f) for f in source)
+
+
+def _device_masks(sub, source, stream, learning_rate, timer, last, keep_last):
+    """NVDEC frames: already on the GPU, so no upload (grey: the luma plane as
+    it is; colour: converted from NV12 on `stream`). A frame's planes are valid
+    until the next is taken, and everything here is queued on `stream` before
+    that. Yields host masks."""
+    host_mask = None
+    for f in source:
+        frame = f.as_input(stream)
+        mask = sub.apply(frame, learning_rate, stream=stream, timer=timer)
+        if host_mask is None:
+            host_mask = _fastmog.pinned_empty(mask.shape, np.uint8)
+        mask.download(host_mask, stream=stream, timer=timer)
+        if keep_last:
+            last["frame"] = frame.download(stream=stream)
+        yield host_mask
+
+
+def _background(sub, streams):
+    """The model's background image, on the host."""
+    if not streams:
+        return sub.get_background_image()
+    s = streams[0]
+    return sub.get_background_image(stream=s).download(stream=s)

@@ -1,0 +1,275 @@
+"""fastmog.VideoReader: the frames of a video file or stream, in order, from
+the backend it chooses (NVDEC into device memory, or FFmpeg on the host into
+a ring of pinned buffers), each decode timed like a fastmog call.
+
+NVDEC frames stay on the GPU: a frame's luma and interleaved UV planes are
+PyNvVideoCodec's own device buffers, viewed, never copied. The decoder queues
+its output copy on the caller's stream, so MOG2 applied on that stream is
+ordered after the decode, and the next decode's copy (which reuses the
+buffers) is ordered after MOG2, with no host wait.
+"""
+import dataclasses
+import os
+import time
+import weakref
+
+import numpy as np
+
+from .. import _fastmog
+from ._backend import Backend
+from ._errors import DecodeError
+from ._host import HostDecoder
+from ._nvdec import NvdecDecoder, import_nvc
+from ._nvdec_sessions import ParallelNvdecDecoder
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class VideoFrame:
+    """One decoded frame. From NVDEC, `luma` (H×W×1 uint8) and `chroma`
+    (H/2×W/2×2, interleaved U and V) are the decoder's device planes with
+    ``__cuda_array_interface__``, valid until the next frame is taken from
+    the reader; `host` is None. From the host decoder, `host` is an H×W×3 BGR
+    or H×W grey numpy array in the reader's ring; `luma` and `chroma` are None.
+    `pts` is the presentation time in seconds (None where unknown)."""
+
+    index: int
+    pts: float | None
+    grey: bool
+    luma: object = None
+    chroma: object = None
+    host: np.ndarray | None = None
+
+    @property
+    def on_device(self):
+        return self.luma is not None
+
+    def as_input(self, stream, *, out=None):
+        """What BackgroundSubtractorMOG2.apply takes for this frame: the host
+        array; the luma plane viewed as a grey GpuMat (no copy); or, for
+        colour, BGR converted on the GPU by fastmog.nv12_to_bgr on `stream`
+        (into `out` when given)."""
+        if self.host is not None:
+            return self.host
+        if self.grey:
+            return _fastmog.asgpumat(self.luma, stream=stream)
+        nv12_to_bgr = getattr(_fastmog, "nv12_to_bgr", None)
+        if nv12_to_bgr is None:
+            raise RuntimeError("colour frames from NVDEC need fastmog.nv12_to_bgr, which this "
+                               "build of fastmog lacks: read with grey=True or decode='cpu'")
+        return nv12_to_bgr(self.luma, self.chroma, stream=stream, out=out)
+
+
+def _close_quietly(frames, decoder):
+    frames.close()
+    decoder.close()
+
+
+class VideoReader:
+    """VideoReader(source, *, stream=None, decode="auto", device=None, grey=False,
+    depth=4, sessions=1, open_timeout=None, timer=None): iterate for the frames of a video
+    file or stream URL, in order, as VideoFrame records.
+
+    decode: "nvdec" decodes on the GPU with PyNvVideoCodec (DecodeError naming
+    the codec and size when it cannot), "cpu" with FFmpeg on the host through
+    OpenCV, "auto" uses NVDEC when it can and says why not in
+    `fallback_reason`. `backend` is "nvdec" or "cpu".
+
+    stream: the fastmog.Stream you apply MOG2 on; NVDEC queues its output
+    copies there (so needs one; "auto" without it uses the host). device:
+    the CUDA device NVDEC decodes on (default: the stream's).
+
+    grey: frames are given as grey (NVDEC: the luma plane, which is the
+    video's Y; host: OpenCV's BGR-to-grey). `frame.as_input(stream)` is what
+    `BackgroundSubtractorMOG2.apply` takes.
+
+    sessions: NVDEC sessions decoding one video file at once, a closed GOP
+    each (an NVDEC session runs on one engine; a GPU has up to 7). Frames still
+    come in order; each session holds up to two GOPs of frames, so memory
+    grows with sessions x 2 x GOP length (4K: 12.4 MB a frame). Open-GOP streams (HEVC CRA)
+    are not cut and decode in one session.
+
+    `fps` and `frame_count` are what the container declares (None where it
+    does not, as for streams).
+
+    Lifetimes: an NVDEC frame's planes are valid until the next frame is
+    taken. A host frame lives in a ring of `depth` pinned buffers and is
+    valid until `depth` more frames were read; if the GPU may still be
+    uploading it asynchronously by then, raise `depth`. `pinned` says whether
+    the ring is page-locked (it falls back to ordinary memory without a GPU).
+
+    Opening runs in a helper thread: Ctrl-C interrupts a source that does not
+    answer (a FIFO with no writer, a silent camera) with KeyboardInterrupt, and
+    `open_timeout` seconds end it with DecodeError; the abandoned open stays
+    blocked in its daemon thread. Reading a live stream that stalls waits for
+    the backend's own read timeout (OpenCV: 30 s). A stream that breaks
+    mid-file raises DecodeError with `frame_index` after yielding every frame
+    before it.
+
+    Each decoded frame is timed like a fastmog call, "VideoReader.decode", in
+    `timer` or the active fastmog.profile() Timer, and is an NVTX range when
+    NVTX is on.
+    """
+
+    _decoder: Backend            # the backend chosen: every property below asks it
+
+    def __init__(self, source, *, stream=None, decode="auto", device=None, grey=False, depth=4,
+                 sessions=1, open_timeout=None, timer=None):
+        if decode not in ("auto", "nvdec", "cpu"):
+            raise ValueError(f"decode must be 'auto', 'nvdec' or 'cpu', not {decode!r}")
+        if not isinstance(depth, int) or depth < 1:
+            raise ValueError(f"depth must be a positive int, not {depth!r}")
+        if not isinstance(sessions, int) or isinstance(sessions, bool) or sessions < 1:
+            raise ValueError(f"sessions must be a positive int, not {sessions!r}")
+        if stream is not None and not isinstance(stream, _fastmog.Stream):
+            raise TypeError(f"stream must be a fastmog.Stream, not {type(stream).__name__}")
+        if timer is not None and not isinstance(timer, _fastmog._Timer):
+            raise TypeError(f"timer must be a fastmog.Timer, not {type(timer).__name__}")
+        source = os.fspath(source)
+        if "://" not in source and not os.path.exists(source):
+            raise FileNotFoundError(f"no such video file: {source}")
+        if sessions > 1 and not os.path.isfile(source):
+            raise ValueError(f"sessions={sessions} needs a video file (a stream is read once, "
+                             f"in order): {source}")
+        self.source, self.grey, self.depth, self.timer = source, bool(grey), depth, timer
+        self.stream = stream                 # kept alive: NVDEC queues work on it
+        self.fallback_reason = None
+        self._decoder, self._pending = None, None
+        if decode != "cpu":
+            try:
+                self._open_nvdec(stream, device, open_timeout, sessions)
+            except DecodeError as e:
+                if decode == "nvdec":
+                    raise
+                self.fallback_reason = str(e).splitlines()[0]
+            except TypeError as e:
+                if decode == "nvdec":
+                    raise
+                self.fallback_reason = str(e)
+        else:
+            self.fallback_reason = "decode='cpu' was asked for"
+        if self._decoder is None:
+            self._decoder = HostDecoder(source, self.grey, depth, open_timeout)
+            self._frames = self._decoder.frames()
+        self._index = 0
+        self._closed = False
+
+    def _open_nvdec(self, stream, device, open_timeout, sessions):
+        import_nvc()                         # the most basic reason first
+        if stream is None:
+            raise TypeError("NVDEC decoding needs stream=: pass the fastmog.Stream you apply "
+                            "MOG2 on (NVDEC's output copies are queued there)")
+        if device is not None and device != stream.device:
+            raise ValueError(f"device={device} but the stream is on device {stream.device}")
+        if sessions > 1:
+            decoder = ParallelNvdecDecoder(self.source, stream, stream.device, open_timeout,
+                                           sessions)
+        else:
+            decoder = NvdecDecoder(self.source, stream, stream.device, open_timeout)
+        frames = decoder.frames()
+        try:
+            # NVDEC creates its session at the first sequence header: decode the
+            # first frame now, so an unsupported stream is refused (or falls back) here.
+            first = self._timed_next(frames, decoder)
+        except BaseException as e:
+            frames.close()
+            decoder.close()
+            if isinstance(e, StopIteration):
+                raise DecodeError(f"{self.source}: NVDEC decoded no frame") from None
+            raise
+        self._decoder, self._frames, self._pending = decoder, frames, first
+        if sessions > 1:
+            # Session threads hold the decoder, not the reader: a reader dropped
+            # without close() still stops them.
+            weakref.finalize(self, _close_quietly, frames, decoder)
+
+    # ---- reading -------------------------------------------------------------------
+
+    @property
+    def backend(self):
+        return self._decoder.name
+
+    @property
+    def width(self):
+        return self._decoder.width
+
+    @property
+    def height(self):
+        return self._decoder.height
+
+    @property
+    def codec(self):
+        return self._decoder.codec
+
+    @property
+    def fps(self):
+        """The frame rate the container declares, or None (streams, unknown)."""
+        return self._decoder.fps
+
+    @property
+    def frame_count(self):
+        """The frame count the container declares, or None (streams, unknown)."""
+        return self._decoder.declared or None
+
+    @property
+    def pinned(self):
+        """Host backend: whether the ring is page-locked (None before the first
+        frame, or with NVDEC)."""
+        return getattr(self._decoder, "pinned", None)
+
+    @property
+    def closed(self):
+        return self._closed
+
+    def _timed_next(self, frames, decoder):
+        timer = self.timer if self.timer is not None else _fastmog.active_timer()
+        nvtx = _fastmog.nvtx_enabled() or (timer is not None and timer.nvtx)
+        start = time.perf_counter_ns()       # CLOCK_MONOTONIC, the Timer's clock
+        if nvtx:
+            _fastmog._nvtx_push("VideoReader.decode")
+        try:
+            item = next(frames)
+        finally:
+            if nvtx:
+                _fastmog._nvtx_pop()
+        record = getattr(timer, "_host_call", None)
+        if record is not None:
+            channels = 1 if self.grey or decoder.name == "nvdec" else 3
+            record("VideoReader.decode", start, time.perf_counter_ns() - start,
+                   (decoder.height, decoder.width, channels))
+        return item
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        if self._closed:
+            raise ValueError("the VideoReader is closed")
+        if self._pending is not None:
+            item, self._pending = self._pending, None
+        else:
+            item = self._timed_next(self._frames, self._decoder)
+        luma, chroma, host, pts = item
+        frame = VideoFrame(self._index, pts, self.grey, luma, chroma, host)
+        self._index += 1
+        return frame
+
+    def close(self):
+        """Releases the decoder (idempotent). NVDEC frames are invalid after it;
+        close the reader before its stream."""
+        if not self._closed:
+            self._closed = True
+            self._pending = None
+            self._frames.close()
+            self._decoder.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+        return False
+
+    def __repr__(self):
+        return (f"<fastmog.VideoReader {self.source!r} {self.backend} {self.codec} "
+                f"{self.width}x{self.height}{' grey' if self.grey else ''}"
+                f"{' closed' if self._closed else ''}>")

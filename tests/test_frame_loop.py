@@ -1,0 +1,134 @@
+"""The one frame loop (fastmog.app._loop): a Dask worker opens and processes
+a video exactly as the command line does, on the host and with a GPU
+stand-in (a Dask worker that has a GPU once failed every video file)."""
+import hashlib
+import sys
+
+import numpy as np
+import pytest
+
+import fastmog
+from cli_helpers import run_in_process
+from fastmog.app import _dask, cli
+from fastmog.app._sources import SourceOptions
+
+cv2 = pytest.importorskip("cv2")
+
+MOG2 = {"history": 20, "var_threshold": 12.0}
+
+
+@pytest.fixture(scope="module")
+def clip(tmp_path_factory):
+    """24 colour frames of noise and a moving block, in a Motion JPEG .avi."""
+    path = tmp_path_factory.mktemp("clip") / "clip.avi"
+    video = cv2.VideoWriter(str(path), cv2.VideoWriter_fourcc(*"MJPG"), 25.0, (64, 48))
+    assert video.isOpened()
+    rng = np.random.default_rng(5)
+    for i in range(24):
+        frame = rng.integers(90, 110, (48, 64, 3), dtype=np.uint8)
+        frame[10:26, 2 * i:2 * i + 12] = 240
+        video.write(frame)
+    video.release()
+    return path
+
+
+def sha256(masks):
+    h = hashlib.sha256()
+    for m in masks:
+        h.update(np.ascontiguousarray(m).data)
+    return h.hexdigest()
+
+
+@pytest.fixture(scope="module")
+def cli_digest(clip, tmp_path_factory):
+    """The masks of `python -m fastmog clip.avi --cpu --out DIR`, as the
+    Dask worker digests them."""
+    out = tmp_path_factory.mktemp("cli") / "masks"
+    status = cli.main([str(clip), "--cpu", "--out", str(out), "--history", "20",
+                       "--var-threshold", "12"])
+    assert status == 0
+    masks = [cv2.imread(str(p), cv2.IMREAD_UNCHANGED) for p in sorted(out.iterdir())]
+    assert len(masks) == 24
+    return sha256(masks)
+
+
+class HostAsGpu:
+    """A GPU subtractor stand-in: the host reference under the GPU type's
+    calling convention (device=, stream=, timer=)."""
+
+    def __init__(self, *args, device=None, **kwargs):
+        self.host = fastmog.cpu.BackgroundSubtractorMOG2(*args, **kwargs)
+        self.device = device
+
+    def __getattr__(self, name):
+        return getattr(self.host, name)
+
+    def apply(self, frame, learning_rate=-1.0, *, stream=None, timer=None):
+        return self.host.apply(frame, learning_rate)
+
+
+class NoStream:
+    """A stream stand-in: nothing is queued on it."""
+
+    def __init__(self, device=None):
+        self.device = device
+
+    def close(self):
+        pass
+
+
+def host_pipeline(sub, frames, *, streams, batch=1, learning_rate=-1.0, timer=None):
+    """fastmog.pipeline's stand-in: each frame applied in turn."""
+    assert len(streams) == 3
+    for frame in frames:
+        yield sub.apply(frame, learning_rate)
+
+
+@pytest.fixture
+def gpu_stand_in(monkeypatch):
+    """A worker that believes it has one GPU, with no CUDA call made. NVDEC
+    is refused (no PyNvVideoCodec), so the reader falls back to the host
+    decoder, as on a GPU whose NVDEC lacks the codec."""
+    for where in (fastmog._fastmog, fastmog):     # the extension, and its re-exports
+        monkeypatch.setattr(where, "cuda_available", lambda: True)
+        monkeypatch.setattr(where, "device_count", lambda: 1)
+        monkeypatch.setattr(where, "mem_get_info", lambda device=None: (1 << 40, 1 << 40))
+        monkeypatch.setattr(where, "BackgroundSubtractorMOG2", HostAsGpu)
+        monkeypatch.setattr(where, "Stream", NoStream)
+        monkeypatch.setattr(where, "device_properties", lambda device=None: {"name": "none"})
+    monkeypatch.setattr(fastmog._pipeline, "pipeline", host_pipeline)
+    monkeypatch.setattr(fastmog, "pipeline", host_pipeline)
+    monkeypatch.setitem(sys.modules, "PyNvVideoCodec", None)
+
+
+def worker_job(policy):
+    return _dask.Job(dict(MOG2), -1.0, policy, SourceOptions())
+
+
+def test_a_dask_worker_opens_a_video_as_the_cli_does(clip, cli_digest, tmp_path):
+    result = _dask._run_source(str(clip), None, 0, worker_job("cpu"))
+    assert (result["frames"], result["shape"], result["device"]) == (24, (48, 64), None)
+    assert result["digest"] == cli_digest
+
+
+def test_a_dask_worker_with_a_gpu_opens_a_video_as_the_cli_does(clip, cli_digest, tmp_path,
+                                                                 gpu_stand_in):
+    # the worker's video path on a GPU: VideoReader with decode "auto", a
+    # stream, the pipeline; it once raised AttributeError: 'Namespace' object
+    # has no attribute 'nvdec_sessions'
+    out = tmp_path / "masks"
+    result = _dask._run_source(str(clip), str(out), 0, worker_job("spread"))
+    assert (result["frames"], result["device"]) == (24, 0)
+    assert result["digest"] == cli_digest
+    written = [cv2.imread(str(p), cv2.IMREAD_UNCHANGED) for p in sorted(out.iterdir())]
+    assert sha256(written) == cli_digest
+
+
+def test_the_cli_on_a_gpu_takes_the_same_loop(clip, cli_digest, tmp_path, gpu_stand_in,
+                                              capsys):
+    out = tmp_path / "masks"
+    r = run_in_process(capsys, clip, "--out", out, "--history", "20", "--var-threshold", "12")
+    assert r.returncode == 0, r.stderr
+    assert "decoding on the CPU (PyNvVideoCodec is not usable" in r.stdout
+    written = [cv2.imread(str(p), cv2.IMREAD_UNCHANGED) for p in sorted(out.iterdir())]
+    assert sha256(written) == cli_digest
