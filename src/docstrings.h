@@ -378,7 +378,7 @@
     "innermost open call: start and duration in perf_counter_ns() nanoseconds,\n" \
     "shape (H, W, C).")
 
-/* ---- fastmog.asgpumat (transfer.c) --------------------------------------- */
+/* ---- fastmog.asgpumat (front_door.c) ------------------------------------- */
 
 #define FM_DOC_ASGPUMAT PyDoc_STR( \
     "asgpumat($module, obj, /, *, stream)\n--\n\n" \

@@ -532,7 +532,19 @@ int fm_is_device_array(PyObject *obj);
 fm_GpuMat *fm_view_device_array(fm_state *st, PyObject *obj, const char *argname,
                                 fm_Stream *stream);
 
-/* ---- transfer.c: the front door and the copies ---------------------------- */
+/* ---- transfer.c: copies between host and device ----------------------------- */
+
+/* Queues host-to-device into `dst` (same shape); keeps the source (or a
+ * pinned staging copy) alive until the copy is done. */
+int fm_upload(fm_state *st, fm_GpuMat *dst, const fm_host_image *src, fm_Stream *stream,
+              enum fm_use how, fm_call *call);
+
+/* Queues device-to-host into `dst` (or a new pinned array when dst is NULL);
+ * with `blocking`, waits for it. Returns the host array. */
+PyObject *fm_download(fm_state *st, fm_GpuMat *src, const fm_host_image *dst, int blocking,
+                      fm_Stream *stream, fm_call *call);
+
+/* ---- front_door.c: what the user passed, as a device image ------------------- */
 
 /* Turns what the user passed (a GpuMat, a numpy array, any producer's device
  * memory) into a device image on `stream`'s device, checked against `rule`
@@ -547,16 +559,6 @@ fm_GpuMat *fm_as_device_image(fm_state *st, PyObject *obj, const char *argname,
 /* The height, width and channels of a numpy array or GpuMat argument, for
  * naming a call before its input is checked; zeros when unknown. */
 void fm_peek_shape(fm_state *st, PyObject *obj, int *height, int *width, int *channels);
-
-/* Queues host-to-device into `dst` (same shape); keeps the source (or a
- * pinned staging copy) alive until the copy is done. */
-int fm_upload(fm_state *st, fm_GpuMat *dst, const fm_host_image *src, fm_Stream *stream,
-              enum fm_use how, fm_call *call);
-
-/* Queues device-to-host into `dst` (or a new pinned array when dst is NULL);
- * with `blocking`, waits for it. Returns the host array. */
-PyObject *fm_download(fm_state *st, fm_GpuMat *src, const fm_host_image *dst, int blocking,
-                      fm_Stream *stream, fm_call *call);
 
 extern PyMethodDef fm_transfer_methods[];
 
