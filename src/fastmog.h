@@ -338,7 +338,7 @@ void fm_call_wait_end(fm_state *st, fm_call *call);
 PyObject *fm_call_end(fm_state *st, fm_call *call, PyObject *result);
 int fm_call_end_int(fm_state *st, fm_call *call, int rc);
 
-/* Stream.synchronize and Event.synchronize as one timed call (device.c):
+/* Stream.synchronize and Event.synchronize as one timed call (synchronize.c):
  * waits for `event`, or for `stream` when `event` is NULL, interruptibly. */
 PyObject *fm_synchronize(fm_state *st, const char *name, PyObject *timer, fm_Stream *stream,
                          int device, cudaEvent_t event, uintptr_t recorded_on);
