@@ -501,8 +501,23 @@ fm_GpuMat *fm_gpumat_new(fm_state *st, int device, const fm_image_shape *shape);
 fm_GpuMat *fm_gpumat_view(fm_state *st, fm_DeviceBuffer *buffer, char *data, size_t pitch,
                           const fm_image_shape *shape);
 
-/* Checks that `obj` is an open GpuMat; returns it borrowed, or NULL. */
-fm_GpuMat *fm_gpumat_check_open(fm_state *st, PyObject *obj, const char *argname);
+/* Checks that `obj` is an open GpuMat; returns it borrowed, or NULL. Inline:
+ * the protocol exports of GpuMat (interop_export.c) use it too. */
+static inline fm_GpuMat *fm_gpumat_check_open(fm_state *st, PyObject *obj, const char *argname)
+{
+    if (!Py_IS_TYPE(obj, st->GpuMat_type)) {
+        PyErr_Format(PyExc_TypeError, "%s must be a fastmog.GpuMat, not %.200s", argname,
+                     Py_TYPE(obj)->tp_name);
+        return NULL;
+    }
+    fm_GpuMat *m = (fm_GpuMat *)obj;
+    if (m->closed) {
+        PyErr_Format(PyExc_ValueError, "%s is a closed GpuMat", argname);
+        return NULL;
+    }
+    return m;
+}
+
 /* ValueError unless `m` is on `device`. */
 int fm_check_same_device(const fm_GpuMat *m, int device, const char *argname);
 
@@ -518,11 +533,13 @@ static inline fm_image fm_gpumat_image(const fm_GpuMat *m)
     return img;
 }
 
-/* ---- interop.c: other libraries' device memory, both ways ----------------- */
+/* ---- interop_export.c: GpuMat's memory for other libraries ---------------- */
 
 PyObject *fm_gpumat_cuda_array_interface(PyObject *self, void *closure);
 PyObject *fm_gpumat_dlpack(PyObject *self, PyObject *args, PyObject *kwargs);
 PyObject *fm_gpumat_dlpack_device(PyObject *self, PyObject *noargs);
+
+/* ---- interop_import.c: other libraries' device memory as a GpuMat --------- */
 
 /* 1 if `obj` offers device memory (CUDA Array Interface, DLPack, cuda()). */
 int fm_is_device_array(PyObject *obj);
