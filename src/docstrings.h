@@ -205,6 +205,8 @@
     "Releases the model and buffers (on the GPU, once the work queued on them is\n" \
     "done). A mask returned earlier stays valid while you hold it. Idempotent.")
 
+/* ---- fastmog._mog2_parameters (mog2_params.c) ---------------------------- */
+
 #define FM_DOC_MOG2_PARAMETERS PyDoc_STR( \
     "_mog2_parameters($module, /)\n--\n\n" \
     "The MOG2 parameters in constructor order: a tuple of dicts with name, type\n" \

@@ -579,18 +579,18 @@ void fm_peek_shape(fm_state *st, PyObject *obj, int *height, int *width, int *ch
 
 extern PyMethodDef fm_transfer_methods[];
 
-/* ---- mog2_base.c, mog2.c, mog2_cpu_type.c ---------------------------------- */
+/* ---- mog2_base.c, mog2_params.c, mog2.c, mog2_cpu_type.c ------------------- */
 
 extern PyType_Spec fm_mog2_base_spec;
 extern PyType_Spec fm_mog2_spec;
 extern PyType_Spec fm_mog2_cpu_spec;
-extern PyMethodDef fm_mog2_base_methods_module[];
+extern PyMethodDef fm_mog2_params_methods[];     /* _mog2_parameters */
 extern PyMethodDef fm_mog2_methods_module[];       /* apply_cameras */
 extern PyMethodDef fm_mog2_cpu_methods_module[];   /* _cpu_apply_cameras */
 
 /* Creates a subtractor type deriving from `base`, its docstring opening with
- * the signature built from the parameter table (`extra`: parameters after
- * them, or NULL). */
+ * the signature built from the parameter table (mog2_params.c; `extra`:
+ * parameters after them, or NULL). */
 PyTypeObject *fm_mog2_make_type(PyObject *module, PyType_Spec *spec, PyTypeObject *base,
                                 const char *extra);
 

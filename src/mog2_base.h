@@ -1,16 +1,17 @@
 /* What the GPU and the host subtractor share: the MOG2 parameters as the user
- * sets them, and the hidden base type that carries them (properties, OpenCV
- * aliases, the lock, frame bookkeeping, close/reset). */
+ * sets them (mog2_params.c), and the hidden base type that carries them (the
+ * lock, frame bookkeeping, close/reset, the verbs' arguments: mog2_base.c). */
 #ifndef FASTMOG_MOG2_BASE_H
 #define FASTMOG_MOG2_BASE_H
 
 #include "fastmog.h"
+#include "mog2_table.h"
 
 #include <pythread.h>
 
 /* Values are kept as OpenCV keeps them: varThreshold as a double, the other
  * thresholds rounded to float when set. Defaults live in the table in
- * mog2_base.c, nowhere else. */
+ * mog2_table.h, nowhere else. */
 typedef struct fm_mog2_settings {
     int history;
     int n_mixtures;
@@ -48,6 +49,17 @@ struct fm_MOG2Base {
 };
 
 extern PyType_Spec fm_mog2_base_spec;
+
+/* ---- mog2_params.c ---- */
+
+/* Parses the constructor's arguments (the first three may be positional, the
+ * rest keyword-only; var_min and var_max are checked together at the end).
+ * `device` as fm_mog2_base_init's. `s` is unchanged on error. */
+int fm_mog2_settings_parse(fm_mog2_settings *s, PyObject *args, PyObject *kwargs,
+                           const char *type_name, PyObject **device);
+fm_mog2_params fm_mog2_settings_params(const fm_mog2_settings *s);
+
+/* ---- mog2_base.c ---- */
 
 /* Parses the constructor's arguments into `self` and makes its lock.
  * `device` receives the device= argument (borrowed, may be NULL) when not
@@ -148,7 +160,6 @@ fm_image_shape fm_mog2_background_shape(const fm_mog2_geometry *g);
 /* Converts apply()'s learning_rate (NULL: not given, automatic): a finite
  * number, or any negative one meaning automatic; TypeError or ValueError. */
 int fm_mog2_learning_rate_arg(PyObject *arg, double *rate);
-fm_mog2_params fm_mog2_settings_params(const fm_mog2_settings *s);
 
 /* The arguments of apply() and apply_batch(), of both subtractors:
  * `frame, /, learning_rate=-1.0, *, [stream,] fgmask=None,
