@@ -2,7 +2,7 @@
  *
  * Compiles as C. The launcher only queues work: it returns the launch's
  * cudaError_t, takes the stream last, and never synchronizes, prints or
- * exits. Matrix ids and flags are those of yuv_pixel.h. */
+ * exits. Matrix ids and flags are those of nv12_pixel.h. */
 #ifndef FASTMOG_CUDA_NV12_LAUNCH_H
 #define FASTMOG_CUDA_NV12_LAUNCH_H
 
@@ -10,7 +10,7 @@
 
 /* For fm_image only; switch to the image header once launch.h is split. */
 #include "launch.h"
-#include "yuv_pixel.h"
+#include "nv12_pixel.h"
 
 #ifdef __cplusplus
 extern "C" {

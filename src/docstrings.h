@@ -213,7 +213,7 @@
     "(int, bool or float), default, min, max, opencv (the CamelCase name),\n" \
     "positional and doc. The main job builds its options from it.")
 
-/* ---- fastmog.cpu.BackgroundSubtractorMOG2, cpu.apply_cameras (mog2_cpu_type.c) -- */
+/* ---- fastmog.cpu.BackgroundSubtractorMOG2, cpu.apply_cameras (mog2_cpu.c) ------ */
 
 #define FM_DOC_MOG2CPU_APPLY PyDoc_STR( \
     "apply($self, frame, /, learning_rate=-1.0, *, fgmask=None, known_foreground=None,\n" \
@@ -274,7 +274,7 @@
     "            timer=None)\n--\n\n" \
     "As nv12_to_bgr for NV21 (chroma stored V, U): cv2.COLOR_YUV2BGR_NV21.")
 
-/* ---- the host NV12 conversion (nv12_host.c) ------------------------------ */
+/* ---- the host NV12 conversion (nv12_cpu.c) ------------------------------- */
 
 #define FM_DOC_CPU_NV12_TO_BGR PyDoc_STR( \
     "_cpu_nv12_to_bgr($module, y, uv=None, /, *, out=None, rgb=False, matrix='bt601')\n--\n\n" \

@@ -579,7 +579,7 @@ void fm_peek_shape(fm_state *st, PyObject *obj, int *height, int *width, int *ch
 
 extern PyMethodDef fm_transfer_methods[];
 
-/* ---- mog2_base.c, mog2_params.c, mog2.c, mog2_cpu_type.c ------------------- */
+/* ---- mog2_base.c, mog2_params.c, mog2.c, mog2_cpu.c ------------------------ */
 
 extern PyType_Spec fm_mog2_base_spec;
 extern PyType_Spec fm_mog2_spec;
@@ -594,10 +594,10 @@ extern PyMethodDef fm_mog2_cpu_methods_module[];   /* _cpu_apply_cameras */
 PyTypeObject *fm_mog2_make_type(PyObject *module, PyType_Spec *spec, PyTypeObject *base,
                                 const char *extra);
 
-/* ---- nv12.c, nv12_host.c: NV12/NV21 to BGR on the GPU and on the host ------ */
+/* ---- nv12.c, nv12_cpu.c: NV12/NV21 to BGR on the GPU and on the host ------ */
 
 extern PyMethodDef fm_nv12_methods[];
-extern PyMethodDef fm_nv12_host_methods[];
+extern PyMethodDef fm_nv12_cpu_methods[];
 
 
 #endif

@@ -191,7 +191,7 @@ int fm_mog2_call_frames(const fm_mog2_call_args *a, int flags, fm_mog2_sequences
 
 /* The GPU's model in one allocation: the planes of mog2_params.h, each
  * starting on a 256-byte boundary. (The host keeps each pixel's modes
- * together instead: fm_mog2_host_model in mog2_cpu.h.) */
+ * together instead: fm_mog2_host_model in mog2_loop.h.) */
 static inline size_t fm_mog2_plane_bytes(const fm_mog2_geometry *g)
 {
     size_t pixels = (size_t)g->width * (size_t)g->height;

@@ -297,7 +297,7 @@ def test_gpu_kernel_without_binding(tmp_path):
     exe = tmp_path / "nv12_kernel_check"
     subprocess.run([nvcc, "-O2", "-std=c++17", "-arch=native", "-I", str(ROOT / "cuda"),
                     str(ROOT / "tests" / "nv12_kernel_check.cu"), str(ROOT / "cuda" / "nv12.cu"),
-                    str(ROOT / "src" / "yuv_cpu.c"), "-o", str(exe)], check=True)
+                    str(ROOT / "src" / "nv12_loop.c"), "-o", str(exe)], check=True)
     run = subprocess.run([str(exe)], capture_output=True, text=True, timeout=300)
     print(run.stdout)
     assert run.returncode == 0, run.stdout + run.stderr

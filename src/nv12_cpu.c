@@ -1,10 +1,10 @@
 /* _fastmog._cpu_nv12_to_bgr and _cpu_nv21_to_bgr: the host NV12/NV21 -> BGR
- * conversion (src/yuv_cpu.c) for numpy arrays, exported as the method table
- * fm_nv12_host_methods. Every argument is checked before anything is
+ * conversion (src/nv12_loop.c) for numpy arrays, exported as the method table
+ * fm_nv12_cpu_methods. Every argument is checked before anything is
  * allocated or written. */
 #include "fastmog.h"
 #include "docstrings.h"
-#include "yuv_cpu.h"
+#include "nv12_loop.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -236,7 +236,7 @@ static PyObject *cpu_nv21_to_bgr(PyObject *Py_UNUSED(module), PyObject *args, Py
     return convert(args, kwargs, 1);
 }
 
-PyMethodDef fm_nv12_host_methods[] = {
+PyMethodDef fm_nv12_cpu_methods[] = {
     {"_cpu_nv12_to_bgr", (PyCFunction)(void (*)(void))cpu_nv12_to_bgr,
      METH_VARARGS | METH_KEYWORDS, FM_DOC_CPU_NV12_TO_BGR},
     {"_cpu_nv21_to_bgr", (PyCFunction)(void (*)(void))cpu_nv21_to_bgr,

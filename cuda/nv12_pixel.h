@@ -1,6 +1,6 @@
 /*
- * yuv_pixel.h - YUV 4:2:0 (NV12/NV21) to BGR/RGB of one pixel in OpenCV's
- * integer fixed-point arithmetic, shared by the host C code (src/yuv_cpu.c)
+ * nv12_pixel.h - YUV 4:2:0 (NV12/NV21) to BGR/RGB of one pixel in OpenCV's
+ * integer fixed-point arithmetic, shared by the host C code (src/nv12_loop.c)
  * and the CUDA kernel (cuda/nv12.cu).
  *
  * Goal: bit-exact agreement with cv2.cvtColor(..., COLOR_YUV2BGR_NV12) and
@@ -24,8 +24,8 @@
  * OpenCV.  The chroma terms are therefore computed once per block
  * (fm_yuv_chroma_terms) and applied to four luma samples (fm_yuv_pixel).
  */
-#ifndef FASTMOG_YUV_PIXEL_H
-#define FASTMOG_YUV_PIXEL_H
+#ifndef FASTMOG_NV12_PIXEL_H
+#define FASTMOG_NV12_PIXEL_H
 
 #include <string.h>
 
@@ -137,4 +137,4 @@ FM_HOST_DEVICE static inline void fm_yuv_to_bgr(const fm_yuv_matrix *m, int y, i
     fm_yuv_pixel(m, &c, y, out);
 }
 
-#endif /* FASTMOG_YUV_PIXEL_H */
+#endif /* FASTMOG_NV12_PIXEL_H */
