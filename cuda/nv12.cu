@@ -3,6 +3,7 @@
 #include <stdint.h>
 
 #include "nv12_launch.h"
+#include "nv12_pixel.h"
 #include "grid.h"
 
 namespace {

@@ -2,15 +2,14 @@
  *
  * Compiles as C. The launcher only queues work: it returns the launch's
  * cudaError_t, takes the stream last, and never synchronizes, prints or
- * exits. Matrix ids and flags are those of nv12_pixel.h. */
+ * exits. Matrix ids and flags are those of nv12_flags.h. */
 #ifndef FASTMOG_CUDA_NV12_LAUNCH_H
 #define FASTMOG_CUDA_NV12_LAUNCH_H
 
 #include <cuda_runtime_api.h>
 
-/* For fm_image only; switch to the image header once launch.h is split. */
-#include "launch.h"
-#include "nv12_pixel.h"
+#include "image.h"
+#include "nv12_flags.h"
 
 #ifdef __cplusplus
 extern "C" {

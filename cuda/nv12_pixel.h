@@ -29,6 +29,8 @@
 
 #include <string.h>
 
+#include "nv12_flags.h"
+
 #ifndef FM_HOST_DEVICE
 #ifdef __CUDACC__
 #define FM_HOST_DEVICE __host__ __device__
@@ -39,18 +41,6 @@
 
 #define FM_YUV_SHIFT 20
 #define FM_YUV_ROUND (1 << (FM_YUV_SHIFT - 1))
-
-/* Flags (bit set) shared by the host function and the launcher. */
-#define FM_YUV_RGB 1       /* write R, G, B (COLOR_YUV2RGB_*) instead of B, G, R */
-#define FM_YUV_NV21 2      /* chroma pairs are V, U (NV21) instead of U, V (NV12) */
-#define FM_YUV_FLAGS_ALL (FM_YUV_RGB | FM_YUV_NV21)
-
-/* Colour matrices, by id.  Only BT.601 video range exists (the one OpenCV's
- * COLOR_YUV2BGR_NV12 uses); a new one gets an id, a case in
- * fm_yuv_matrix_get, a name in fm_yuv_matrix_id and in FM_YUV_MATRIX_NAMES. */
-#define FM_YUV_MATRIX_BT601 0
-/* For error messages: the names fm_yuv_matrix_id knows. */
-#define FM_YUV_MATRIX_NAMES "'bt601'"
 
 typedef struct fm_yuv_matrix {
     int y_black;            /* luma of black; lower values are clamped to it */
@@ -75,14 +65,6 @@ static inline int fm_yuv_matrix_get(int id, fm_yuv_matrix *m)
     default:
         return -1;
     }
-}
-
-/* Host only: the id of a matrix name ("bt601"), or -1 if there is none. */
-static inline int fm_yuv_matrix_id(const char *name)
-{
-    if (strcmp(name, "bt601") == 0)
-        return FM_YUV_MATRIX_BT601;
-    return -1;
 }
 
 /* The chroma part of one 2x2 block, already in output order and with the
