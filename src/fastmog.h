@@ -541,9 +541,6 @@ PyObject *fm_gpumat_dlpack_device(PyObject *self, PyObject *noargs);
 
 /* ---- interop_import.c: other libraries' device memory as a GpuMat --------- */
 
-/* 1 if `obj` offers device memory (CUDA Array Interface, DLPack, cuda()). */
-int fm_is_device_array(PyObject *obj);
-
 /* A view of a producer's device memory, `stream` ordered after the
  * producer's work; keeps the producer alive. New reference. */
 fm_GpuMat *fm_view_device_array(fm_state *st, PyObject *obj, const char *argname,

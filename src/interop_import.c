@@ -334,13 +334,6 @@ static PyObject *memory_carrier(PyObject *obj)
     return planes;
 }
 
-int fm_is_device_array(PyObject *obj)
-{
-    return PyObject_HasAttrString(obj, "__cuda_array_interface__")
-           || PyObject_HasAttrString(obj, "__dlpack__") || PyObject_HasAttrString(obj, "cuda")
-           || PyObject_HasAttrString(obj, "planes");
-}
-
 fm_GpuMat *fm_view_device_array(fm_state *st, PyObject *obj, const char *argname,
                                 fm_Stream *stream)
 {
