@@ -248,6 +248,7 @@ static fm_GpuMat *from_dlpack(fm_state *st, PyObject *obj, const char *argname,
     PyObject *owner = NULL;
     fm_GpuMat *result = NULL;
     fm_dl_tensor *t;
+    const char *used;
     foreign_view v;
     memset(&v, 0, sizeof v);
 
@@ -263,16 +264,14 @@ static fm_GpuMat *from_dlpack(fm_state *st, PyObject *obj, const char *argname,
         }
         t = &mt->dl_tensor;
         v.readonly = (mt->flags & FM_DLPACK_FLAG_READ_ONLY) != 0;
-        if (PyCapsule_SetName(capsule, "used_dltensor_versioned") < 0)
-            goto error;
         owner = PyCapsule_New(mt, "fastmog.dlpack_import_v1", imported_versioned_destructor);
+        used = "used_dltensor_versioned";
     }
     else if (PyCapsule_IsValid(capsule, "dltensor")) {
         fm_dl_managed *mt = PyCapsule_GetPointer(capsule, "dltensor");
         t = &mt->dl_tensor;
-        if (PyCapsule_SetName(capsule, "used_dltensor") < 0)
-            goto error;
         owner = PyCapsule_New(mt, "fastmog.dlpack_import", imported_legacy_destructor);
+        used = "used_dltensor";
     }
     else {
         PyErr_Format(PyExc_TypeError, "%s.__dlpack__() did not return a DLPack capsule",
@@ -281,6 +280,12 @@ static fm_GpuMat *from_dlpack(fm_state *st, PyObject *obj, const char *argname,
     }
     if (owner == NULL)
         goto error;
+    /* Consumed only now that its owner exists (NumPy's dlpack.c renames last):
+     * on any failure before, the producer's capsule still frees the tensor. */
+    if (PyCapsule_SetName(capsule, used) < 0) {
+        (void)PyCapsule_SetDestructor(owner, NULL);
+        goto error;
+    }
     if (t->device.device_type != FM_DL_CUDA && t->device.device_type != FM_DL_CUDA_MANAGED) {
         PyErr_Format(PyExc_ValueError, "%s is not in CUDA device memory", argname);
         goto error;
