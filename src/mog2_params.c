@@ -91,26 +91,50 @@ static int field_convert(const field *f, PyObject *value, double *out)
         PyErr_Format(PyExc_AttributeError, "cannot delete %s", f->name);
         return -1;
     }
+    /* Python's and numpy's bools are flags, never numbers here; numpy's
+     * integer and float scalars are numbers (through __index__, __float__). */
+    int is_bool = PyBool_Check(value) || PyArray_IsScalar(value, Bool);
     if (f->kind == FIELD_BOOL) {
-        if (!PyBool_Check(value) && !PyLong_Check(value) && !PyArray_IsScalar(value, Bool)) {
+        if (is_bool) {
+            int b = PyObject_IsTrue(value);
+            if (b < 0)
+                return -1;
+            *out = b;
+            return 0;
+        }
+        if (!PyIndex_Check(value)) {
             PyErr_Format(PyExc_TypeError, "%s must be True or False, not %.200s", f->name,
                          Py_TYPE(value)->tp_name);
             return -1;
         }
-        int b = PyObject_IsTrue(value);
-        if (b < 0)
+        PyObject *n = PyNumber_Index(value);
+        if (n == NULL)
             return -1;
-        *out = b;
+        int overflow;
+        long long v = PyLong_AsLongLongAndOverflow(n, &overflow);
+        Py_DECREF(n);
+        if (v == -1 && PyErr_Occurred())
+            return -1;
+        if (overflow || (v != 0 && v != 1)) {
+            PyErr_Format(PyExc_ValueError, "%s must be True or False (or 0 or 1), got %R",
+                         f->name, value);
+            return -1;
+        }
+        *out = (double)v;
         return 0;
     }
     if (f->kind == FIELD_INT) {
-        if (!PyLong_Check(value) || PyBool_Check(value)) {
+        if (is_bool || !PyIndex_Check(value)) {
             PyErr_Format(PyExc_TypeError, "%s must be an int, not %.200s", f->name,
                          Py_TYPE(value)->tp_name);
             return -1;
         }
+        PyObject *n = PyNumber_Index(value);
+        if (n == NULL)
+            return -1;
         int overflow;
-        long long v = PyLong_AsLongLongAndOverflow(value, &overflow);
+        long long v = PyLong_AsLongLongAndOverflow(n, &overflow);
+        Py_DECREF(n);
         if (v == -1 && PyErr_Occurred())
             return -1;
         if (overflow || v < f->lo || v > f->hi)
@@ -118,7 +142,8 @@ static int field_convert(const field *f, PyObject *value, double *out)
         *out = (double)v;
         return 0;
     }
-    if (!PyFloat_Check(value) && !PyLong_Check(value)) {
+    if (is_bool || !(PyFloat_Check(value) || PyIndex_Check(value)
+                     || PyArray_IsScalar(value, Floating))) {
         PyErr_Format(PyExc_TypeError, "%s must be a number, not %.200s", f->name,
                      Py_TYPE(value)->tp_name);
         return -1;
