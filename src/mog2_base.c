@@ -201,6 +201,52 @@ PyObject *fm_mog2_items(PyObject *arg, const char *name, Py_ssize_t count)
     return items;
 }
 
+/* The bytes a numpy array spans, [*lo, *hi); 0 when it spans none. */
+static int array_extent(PyArrayObject *a, const char **lo, const char **hi)
+{
+    const char *first = PyArray_BYTES(a), *last = first + PyArray_ITEMSIZE(a);
+    for (int d = 0; d < PyArray_NDIM(a); d++) {
+        npy_intp n = PyArray_DIM(a, d), stride = PyArray_STRIDE(a, d);
+        if (n == 0)
+            return 0;
+        if (stride > 0)
+            last += (n - 1) * stride;
+        else
+            first += (n - 1) * stride;
+    }
+    *lo = first;
+    *hi = last;
+    return 1;
+}
+
+/* Each mask is written once per frame: two entries that are one object, or
+ * numpy arrays over shared bytes, would see one frame's mask overwrite
+ * another's. ValueError naming the two indices. */
+static int masks_distinct(PyObject *masks)
+{
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(masks);
+    PyObject **items = PySequence_Fast_ITEMS(masks);
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (items[i] == Py_None)
+            continue;
+        for (Py_ssize_t j = i + 1; j < n; j++) {
+            int shared = items[i] == items[j];
+            const char *a0, *a1, *b0, *b1;
+            if (!shared && PyArray_Check(items[i]) && PyArray_Check(items[j])
+                && array_extent((PyArrayObject *)items[i], &a0, &a1)
+                && array_extent((PyArrayObject *)items[j], &b0, &b1))
+                shared = a0 < b1 && b0 < a1;
+            if (shared) {
+                PyErr_Format(PyExc_ValueError,
+                             "fgmasks[%zd] and fgmasks[%zd] are the same output buffer: "
+                             "each frame needs a mask of its own", i, j);
+                return -1;
+            }
+        }
+    }
+    return 0;
+}
+
 int fm_mog2_sequences_get(fm_mog2_sequences *seq, PyObject *frames, PyObject *known,
                           PyObject *fgmasks, Py_ssize_t count)
 {
@@ -209,7 +255,8 @@ int fm_mog2_sequences_get(fm_mog2_sequences *seq, PyObject *frames, PyObject *kn
         return -1;
     Py_ssize_t n = PySequence_Fast_GET_SIZE(seq->frames);
     if ((known != Py_None && (seq->known = fm_mog2_items(known, "known_foreground", n)) == NULL)
-        || (fgmasks != Py_None && (seq->fgmasks = fm_mog2_items(fgmasks, "fgmasks", n)) == NULL)) {
+        || (fgmasks != Py_None && ((seq->fgmasks = fm_mog2_items(fgmasks, "fgmasks", n)) == NULL
+                                   || masks_distinct(seq->fgmasks) < 0))) {
         fm_mog2_sequences_clear(seq);
         return -1;
     }
