@@ -180,7 +180,9 @@
     "get_background_image($self, /, *, stream, out=None, timer=None)\n--\n\n" \
     "The background image as OpenCV's CPU computes it (the weighted mean of the\n" \
     "background modes), queued on `stream`: uint8 for uint8 frames, float32 for\n" \
-    "float32 frames, with the frames' channels. Written into `out` if given.")
+    "float32 frames, with the frames' channels. Written into `out` if given.\n" \
+    "It is the model as it stands: after n_mixtures changes, the old model's\n" \
+    "background until the next apply() restarts the model.")
 
 #define FM_DOC_MOG2_MODE_COUNTS PyDoc_STR( \
     "mode_counts($self, /)\n--\n\n" \
@@ -239,7 +241,9 @@
 
 #define FM_DOC_MOG2CPU_GET_BACKGROUND_IMAGE PyDoc_STR( \
     "get_background_image($self, /, out=None)\n--\n\n" \
-    "The background image (uint8 for uint8 frames, float32 for float32 frames).")
+    "The background image (uint8 for uint8 frames, float32 for float32 frames)\n" \
+    "of the model as it stands: after n_mixtures changes, the old model's\n" \
+    "background until the next apply() restarts the model.")
 
 #define FM_DOC_MOG2CPU_MODE_COUNTS PyDoc_STR( \
     "mode_counts($self, /)\n--\n\n" \

@@ -344,8 +344,14 @@ static PyObject *MOG2Cpu_get_background_image(PyObject *op, PyObject *args, PyOb
         }
     }
     fm_mog2_params params = fm_mog2_settings_params(&self->base.settings);
+    /* The model as it stands: a changed n_mixtures takes effect at the next
+     * apply(), which restarts the model (the GPU subtractor does the same). */
+    params.n_mixtures = g.n_mixtures;
     fm_mog2_host_model model = host_model(self, &g);
-    (void)fm_mog2_cpu_background(&params, &model, g.is_float, img.data, img.pitch);
+    if (fm_mog2_cpu_background(&params, &model, g.is_float, img.data, img.pitch) != FM_MOG2_OK) {
+        PyErr_SetString(PyExc_RuntimeError, "the host model cannot give a background image");
+        Py_CLEAR(out);
+    }
 done:
     fm_mog2_unlock(&self->base);
     return out;

@@ -230,3 +230,23 @@ def test_gpu_constructor_refuses_bools_as_numbers_before_touching_cuda():
         with pytest.raises(ValueError, match="detect_shadows must be True or False"):
             fastmog.BackgroundSubtractorMOG2(detect_shadows=value)
 
+
+def test_background_after_n_mixtures_changes_is_the_model_as_it_stands(rng):
+    """A changed n_mixtures takes effect at the next apply(); until then the
+    background is the old model's, not uninitialised memory."""
+    frames = [rng.integers(0, 256, (24, 32, 3), dtype=np.uint8) for _ in range(8)]
+    sub = fastmog.cpu.BackgroundSubtractorMOG2(n_mixtures=5)
+    for f in frames:
+        sub.apply(f)
+    before = sub.get_background_image()
+    for n in (2, 8, 5):
+        sub.n_mixtures = n
+        assert np.array_equal(sub.get_background_image(), before)
+        out = np.full_like(before, 7)
+        sub.get_background_image(out)
+        assert np.array_equal(out, before)
+    sub.n_mixtures = 2
+    sub.apply(frames[0])
+    restarted = fastmog.cpu.BackgroundSubtractorMOG2(n_mixtures=2)
+    restarted.apply(frames[0])
+    assert np.array_equal(sub.get_background_image(), restarted.get_background_image())
