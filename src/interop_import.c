@@ -119,16 +119,12 @@ static cudaStream_t stream_from_protocol(unsigned long long v)
     return v <= 1 ? cudaStreamLegacy : protocol_int_to_stream((uintptr_t)v);
 }
 
-static fm_GpuMat *from_cuda_array_interface(fm_state *st, PyObject *obj, PyObject *cai,
-                                            const char *argname, fm_Stream *stream)
+/* Reads a dict that no one else holds (from_cuda_array_interface's copy). */
+static fm_GpuMat *cai_view(fm_state *st, PyObject *obj, PyObject *cai, const char *argname,
+                           fm_Stream *stream)
 {
     foreign_view v;
     memset(&v, 0, sizeof v);
-    if (!PyDict_Check(cai)) {
-        PyErr_Format(PyExc_TypeError, "%s.__cuda_array_interface__ must be a dict, not %.200s",
-                     argname, Py_TYPE(cai)->tp_name);
-        return NULL;
-    }
     PyObject *shape = PyDict_GetItemString(cai, "shape");
     PyObject *typestr = PyDict_GetItemString(cai, "typestr");
     PyObject *data = PyDict_GetItemString(cai, "data");
@@ -204,6 +200,38 @@ static fm_GpuMat *from_cuda_array_interface(fm_state *st, PyObject *obj, PyObjec
 }
 
 /* Owns a consumed DLPack tensor: the capsule destructor calls its deleter. */
+static fm_GpuMat *from_cuda_array_interface(fm_state *st, PyObject *obj, PyObject *cai,
+                                            const char *argname, fm_Stream *stream)
+{
+    if (!PyDict_Check(cai)) {
+        PyErr_Format(PyExc_TypeError, "%s.__cuda_array_interface__ must be a dict, not %.200s",
+                     argname, Py_TYPE(cai)->tp_name);
+        return NULL;
+    }
+    /* Reading the entries runs the producer's code (a read-only flag's
+     * __bool__, an int's __index__), which may change its dict or lists: the
+     * parse reads a copy of its own, each list as a tuple. */
+    static const char *const lists[] = {"shape", "data", "strides"};
+    fm_GpuMat *m = NULL;
+    PyObject *copy = PyDict_Copy(cai);
+    if (copy == NULL)
+        return NULL;
+    for (size_t i = 0; i < sizeof lists / sizeof lists[0]; i++) {
+        PyObject *item = PyDict_GetItemString(copy, lists[i]);
+        if (item != NULL && PyList_Check(item)) {
+            PyObject *tuple = PyList_AsTuple(item);
+            int rc = tuple != NULL ? PyDict_SetItemString(copy, lists[i], tuple) : -1;
+            Py_XDECREF(tuple);
+            if (rc < 0)
+                goto done;
+        }
+    }
+    m = cai_view(st, obj, copy, argname, stream);
+done:
+    Py_DECREF(copy);
+    return m;
+}
+
 static void imported_legacy_destructor(PyObject *capsule)
 {
     fm_dl_managed *t = PyCapsule_GetPointer(capsule, "fastmog.dlpack_import");
