@@ -11,6 +11,10 @@
 #include "image.h"
 #include "nv12_flags.h"
 
+/* The tallest frame (luma rows) the launcher takes: its grid covers 8 row
+ * pairs per block and at most 65535 blocks down. */
+#define FM_NV12_MAX_HEIGHT (2 * 8 * 65535)
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -24,7 +28,7 @@ extern "C" {
  *        own pitch.
  *   out: W x H, 3 channels, elem_size 1; must not overlap y or uv.
  *   matrix: an FM_YUV_MATRIX_* id (FM_YUV_MATRIX_BT601).
- * W and H must be even and > 0, H / 2 at most 65535 * 8. Any pitch and
+ * W and H must be even and > 0, H at most FM_NV12_MAX_HEIGHT. Any pitch and
  * alignment works; 4-byte aligned data and pitches take the faster path.
  * Returns cudaErrorInvalidValue, queuing nothing, for anything else.
  */
