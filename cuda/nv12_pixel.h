@@ -111,12 +111,4 @@ FM_HOST_DEVICE static inline void fm_yuv_pixel(const fm_yuv_matrix *m,
     out[2] = fm_yuv_descale(luma + c->last);
 }
 
-/* The whole conversion of one (Y, U, V) triple, for callers without blocks. */
-FM_HOST_DEVICE static inline void fm_yuv_to_bgr(const fm_yuv_matrix *m, int y, int c0,
-                                                int c1, int flags, unsigned char *out)
-{
-    const fm_yuv_chroma c = fm_yuv_chroma_terms(m, c0, c1, flags);
-    fm_yuv_pixel(m, &c, y, out);
-}
-
 #endif /* FASTMOG_NV12_PIXEL_H */
