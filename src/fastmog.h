@@ -576,7 +576,7 @@ void fm_peek_shape(fm_state *st, PyObject *obj, int *height, int *width, int *ch
 
 extern PyMethodDef fm_transfer_methods[];
 
-/* ---- mog2_base.c, mog2_params.c, mog2.c, mog2_cpu.c ------------------------ */
+/* ---- mog2_base.c, mog2_params.c, mog2_args.c, mog2.c, mog2_cpu.c ------------ */
 
 extern PyType_Spec fm_mog2_base_spec;
 extern PyType_Spec fm_mog2_spec;

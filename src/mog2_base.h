@@ -1,6 +1,7 @@
 /* What the GPU and the host subtractor share: the MOG2 parameters as the user
- * sets them (mog2_params.c), and the hidden base type that carries them (the
- * lock, frame bookkeeping, close/reset, the verbs' arguments: mog2_base.c). */
+ * sets them (mog2_params.c), the hidden base type that carries them (the
+ * lock, frame bookkeeping, close/reset: mog2_base.c) and the verbs'
+ * arguments (mog2_args.c). */
 #ifndef FASTMOG_MOG2_BASE_H
 #define FASTMOG_MOG2_BASE_H
 
@@ -96,6 +97,12 @@ void fm_mog2_plan_frames(const fm_MOG2Base *self, const fm_image_shape *frame,
                          double learning_rate, int count, fm_mog2_step *steps);
 void fm_mog2_commit(fm_MOG2Base *self, const fm_mog2_step *step);
 
+/* Takes every lock (and checks each is open), or none. */
+int fm_mog2_lock_all(fm_MOG2Base **locking, int count);
+void fm_mog2_unlock_all(fm_MOG2Base **locking, int count);
+
+/* ---- mog2_args.c ---- */
+
 /* A sequence argument as a tuple of `count` items (count < 0: any length,
  * up to INT_MAX / 2): a list is copied, so another thread changing it while
  * the call has the GIL released cannot drop what the call uses. New
@@ -144,9 +151,6 @@ static inline int fm_mog2_index(const fm_mog2_sequences *seq, int k)
  * each other in a cycle). */
 int fm_mog2_camera_args(PyObject *subs, PyTypeObject *type, PyObject *rate_arg,
                         fm_MOG2Base **cameras, double *rates, fm_MOG2Base **locking);
-/* Takes every lock (and checks each is open), or none. */
-int fm_mog2_lock_all(fm_MOG2Base **locking, int count);
-void fm_mog2_unlock_all(fm_MOG2Base **locking, int count);
 
 /* What each argument of the subtractors must be. */
 fm_image_rule fm_mog2_frame_rule(void);
@@ -188,6 +192,8 @@ int fm_mog2_call_args_parse(fm_state *st, PyObject *args, PyObject *kwargs, int 
  * takes them, apply's one frame as its own arguments (`one` set), so both
  * methods are one path. 0, or -1 with an exception set. */
 int fm_mog2_call_frames(const fm_mog2_call_args *a, int flags, fm_mog2_sequences *seq);
+
+/* ---- the GPU model's layout (mog2.c) ---- */
 
 /* The GPU's model in one allocation: the planes of mog2_params.h, each
  * starting on a 256-byte boundary. (The host keeps each pixel's modes
