@@ -50,6 +50,7 @@ int fm_mog2_call_args_parse(fm_state *st, PyObject *args, PyObject *kwargs, int 
     static const char *formats[4] = {"O|O$OOO:apply", "O|O$OOO:apply_batch",
                                      "O|O$OOOO:apply", "O|O$OOOO:apply_batch"};
     PyObject *rate_arg = NULL, *stream_arg = NULL;
+    a->st = st;
     a->stream = NULL;
     a->fgmasks = a->known = Py_None;
     a->timer = NULL;
@@ -112,10 +113,30 @@ static int array_extent(PyArrayObject *a, const char **lo, const char **hi)
     return 1;
 }
 
+/* The bytes an open GpuMat spans, [*lo, *hi). */
+static void gpumat_extent(const fm_GpuMat *m, const char **lo, const char **hi)
+{
+    *lo = m->data;
+    *hi = m->data + m->pitch * (size_t)(m->shape.height - 1) + fm_image_row_bytes(&m->shape);
+}
+
+/* The extent of a mask argument of one kind (1: a numpy array, 2: an open
+ * GpuMat; GpuMats only when `st` is given), or 0: none to compare. */
+static int mask_extent(fm_state *st, PyObject *obj, const char **lo, const char **hi)
+{
+    if (PyArray_Check(obj))
+        return array_extent((PyArrayObject *)obj, lo, hi) ? 1 : 0;
+    if (st != NULL && Py_IS_TYPE(obj, st->GpuMat_type) && !((fm_GpuMat *)obj)->closed) {
+        gpumat_extent((fm_GpuMat *)obj, lo, hi);
+        return 2;
+    }
+    return 0;
+}
+
 /* Each mask is written once per frame: two entries that are one object, or
- * numpy arrays over shared bytes, would see one frame's mask overwrite
+ * arrays (GpuMats) over shared bytes, would see one frame's mask overwrite
  * another's. ValueError naming the two indices. */
-static int masks_distinct(PyObject *masks)
+static int masks_distinct(fm_state *st, PyObject *masks)
 {
     Py_ssize_t n = PySequence_Fast_GET_SIZE(masks);
     PyObject **items = PySequence_Fast_ITEMS(masks);
@@ -125,9 +146,9 @@ static int masks_distinct(PyObject *masks)
         for (Py_ssize_t j = i + 1; j < n; j++) {
             int shared = items[i] == items[j];
             const char *a0, *a1, *b0, *b1;
-            if (!shared && PyArray_Check(items[i]) && PyArray_Check(items[j])
-                && array_extent((PyArrayObject *)items[i], &a0, &a1)
-                && array_extent((PyArrayObject *)items[j], &b0, &b1))
+            int kind;
+            if (!shared && (kind = mask_extent(st, items[i], &a0, &a1)) != 0
+                && mask_extent(st, items[j], &b0, &b1) == kind)
                 shared = a0 < b1 && b0 < a1;
             if (shared) {
                 PyErr_Format(PyExc_ValueError,
@@ -140,8 +161,8 @@ static int masks_distinct(PyObject *masks)
     return 0;
 }
 
-int fm_mog2_sequences_get(fm_mog2_sequences *seq, PyObject *frames, PyObject *known,
-                          PyObject *fgmasks, Py_ssize_t count)
+static int sequences_get(fm_state *st, fm_mog2_sequences *seq, PyObject *frames,
+                         PyObject *known, PyObject *fgmasks, Py_ssize_t count)
 {
     memset(seq, 0, sizeof *seq);
     if ((seq->frames = fm_mog2_items(frames, "frames", count)) == NULL)
@@ -149,7 +170,7 @@ int fm_mog2_sequences_get(fm_mog2_sequences *seq, PyObject *frames, PyObject *kn
     Py_ssize_t n = PySequence_Fast_GET_SIZE(seq->frames);
     if ((known != Py_None && (seq->known = fm_mog2_items(known, "known_foreground", n)) == NULL)
         || (fgmasks != Py_None && ((seq->fgmasks = fm_mog2_items(fgmasks, "fgmasks", n)) == NULL
-                                   || masks_distinct(seq->fgmasks) < 0))) {
+                                   || masks_distinct(st, seq->fgmasks) < 0))) {
         fm_mog2_sequences_clear(seq);
         return -1;
     }
@@ -157,10 +178,16 @@ int fm_mog2_sequences_get(fm_mog2_sequences *seq, PyObject *frames, PyObject *kn
     return 0;
 }
 
+int fm_mog2_sequences_get(fm_mog2_sequences *seq, PyObject *frames, PyObject *known,
+                          PyObject *fgmasks, Py_ssize_t count)
+{
+    return sequences_get(NULL, seq, frames, known, fgmasks, count);
+}
+
 int fm_mog2_call_frames(const fm_mog2_call_args *a, int flags, fm_mog2_sequences *seq)
 {
     if (flags & FM_MOG2_CALL_BATCH)
-        return fm_mog2_sequences_get(seq, a->frames, a->known, a->fgmasks, -1);
+        return sequences_get(a->st, seq, a->frames, a->known, a->fgmasks, -1);
     seq->frames = a->frames;
     seq->known = a->known != Py_None ? a->known : NULL;
     seq->fgmasks = a->fgmasks != Py_None ? a->fgmasks : NULL;

@@ -123,7 +123,9 @@ typedef struct fm_mog2_sequences {
 } fm_mog2_sequences;
 
 /* Fills `seq` (zeroed first) from the arguments; count < 0: as many as
- * there are frames. On failure everything taken is released. */
+ * there are frames. Refuses fgmasks that share an output buffer (one object
+ * twice, or numpy arrays over shared bytes; fm_mog2_call_frames compares
+ * GpuMats' device bytes too). On failure everything taken is released. */
 int fm_mog2_sequences_get(fm_mog2_sequences *seq, PyObject *frames, PyObject *known,
                           PyObject *fgmasks, Py_ssize_t count);
 void fm_mog2_sequences_clear(fm_mog2_sequences *seq);
@@ -170,6 +172,7 @@ int fm_mog2_learning_rate_arg(PyObject *arg, double *rate);
  * known_foreground=None, timer=None` (apply_batch: frames, fgmasks). Every
  * reference is borrowed from the call's arguments. */
 typedef struct fm_mog2_call_args {
+    fm_state *st;             /* the module's, for telling GpuMats apart */
     PyObject *frames;         /* apply's frame, or apply_batch's frames */
     fm_Stream *stream;        /* FM_MOG2_CALL_GPU only: checked open, on the device */
     PyObject *fgmasks;        /* fgmask(s), or Py_None */
