@@ -9,21 +9,12 @@
 #include <stddef.h>
 #include <cuda_runtime_api.h>
 
+#include "image.h"
 #include "mog2_params.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
-
-/* A pitched 2-D image in device memory: rows are `pitch` bytes apart. */
-typedef struct fm_image {
-    void *data;
-    size_t pitch;     /* bytes between the starts of two rows */
-    int width;        /* pixels */
-    int height;       /* rows */
-    int channels;     /* values per pixel */
-    int elem_size;    /* bytes per value */
-} fm_image;
 
 /* Largest pixel a fill pattern may describe: 4 channels of 8-byte values. */
 #define FM_FILL_PATTERN_MAX 32

@@ -1,6 +1,6 @@
 /*
  * mog2_pixel.h - one pixel of MOG2 background subtraction, shared by the
- * host C code (src/mog2_cpu.c) and the CUDA kernels.
+ * host C code (src/mog2_loop.c) and the CUDA kernels.
  *
  * Goal: bit-exact agreement with OpenCV's CPU BackgroundSubtractorMOG2
  * (modules/video/src/bgfg_gaussmix2.cpp, non-OpenCL path) for 4.x and 5.x.

@@ -1,8 +1,9 @@
-// NV12/NV21 -> BGR/RGB kernel: the per-pixel maths of yuv_pixel.h (shared
-// with the host reference src/yuv_cpu.c), four columns of two rows per thread.
+// NV12/NV21 -> BGR/RGB kernel: the per-pixel maths of nv12_pixel.h (shared
+// with the host reference src/nv12_loop.c), four columns of two rows per thread.
 #include <stdint.h>
 
 #include "nv12_launch.h"
+#include "nv12_pixel.h"
 #include "grid.h"
 
 namespace {

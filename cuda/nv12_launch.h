@@ -2,15 +2,18 @@
  *
  * Compiles as C. The launcher only queues work: it returns the launch's
  * cudaError_t, takes the stream last, and never synchronizes, prints or
- * exits. Matrix ids and flags are those of yuv_pixel.h. */
+ * exits. Matrix ids and flags are those of nv12_flags.h. */
 #ifndef FASTMOG_CUDA_NV12_LAUNCH_H
 #define FASTMOG_CUDA_NV12_LAUNCH_H
 
 #include <cuda_runtime_api.h>
 
-/* For fm_image only; switch to the image header once launch.h is split. */
-#include "launch.h"
-#include "yuv_pixel.h"
+#include "image.h"
+#include "nv12_flags.h"
+
+/* The tallest frame (luma rows) the launcher takes: its grid covers 8 row
+ * pairs per block and at most 65535 blocks down. */
+#define FM_NV12_MAX_HEIGHT (2 * 8 * 65535)
 
 #ifdef __cplusplus
 extern "C" {
@@ -25,7 +28,7 @@ extern "C" {
  *        own pitch.
  *   out: W x H, 3 channels, elem_size 1; must not overlap y or uv.
  *   matrix: an FM_YUV_MATRIX_* id (FM_YUV_MATRIX_BT601).
- * W and H must be even and > 0, H / 2 at most 65535 * 8. Any pitch and
+ * W and H must be even and > 0, H at most FM_NV12_MAX_HEIGHT. Any pitch and
  * alignment works; 4-byte aligned data and pitches take the faster path.
  * Returns cudaErrorInvalidValue, queuing nothing, for anything else.
  */

@@ -180,7 +180,9 @@
     "get_background_image($self, /, *, stream, out=None, timer=None)\n--\n\n" \
     "The background image as OpenCV's CPU computes it (the weighted mean of the\n" \
     "background modes), queued on `stream`: uint8 for uint8 frames, float32 for\n" \
-    "float32 frames, with the frames' channels. Written into `out` if given.")
+    "float32 frames, with the frames' channels. Written into `out` if given.\n" \
+    "It is the model as it stands: after n_mixtures changes, the old model's\n" \
+    "background until the next apply() restarts the model.")
 
 #define FM_DOC_MOG2_MODE_COUNTS PyDoc_STR( \
     "mode_counts($self, /)\n--\n\n" \
@@ -205,13 +207,15 @@
     "Releases the model and buffers (on the GPU, once the work queued on them is\n" \
     "done). A mask returned earlier stays valid while you hold it. Idempotent.")
 
+/* ---- fastmog._mog2_parameters (mog2_params.c) ---------------------------- */
+
 #define FM_DOC_MOG2_PARAMETERS PyDoc_STR( \
     "_mog2_parameters($module, /)\n--\n\n" \
     "The MOG2 parameters in constructor order: a tuple of dicts with name, type\n" \
     "(int, bool or float), default, min, max, opencv (the CamelCase name),\n" \
     "positional and doc. The main job builds its options from it.")
 
-/* ---- fastmog.cpu.BackgroundSubtractorMOG2, cpu.apply_cameras (mog2_cpu_type.c) -- */
+/* ---- fastmog.cpu.BackgroundSubtractorMOG2, cpu.apply_cameras (mog2_cpu.c) ------ */
 
 #define FM_DOC_MOG2CPU_APPLY PyDoc_STR( \
     "apply($self, frame, /, learning_rate=-1.0, *, fgmask=None, known_foreground=None,\n" \
@@ -237,7 +241,9 @@
 
 #define FM_DOC_MOG2CPU_GET_BACKGROUND_IMAGE PyDoc_STR( \
     "get_background_image($self, /, out=None)\n--\n\n" \
-    "The background image (uint8 for uint8 frames, float32 for float32 frames).")
+    "The background image (uint8 for uint8 frames, float32 for float32 frames)\n" \
+    "of the model as it stands: after n_mixtures changes, the old model's\n" \
+    "background until the next apply() restarts the model.")
 
 #define FM_DOC_MOG2CPU_MODE_COUNTS PyDoc_STR( \
     "mode_counts($self, /)\n--\n\n" \
@@ -272,7 +278,7 @@
     "            timer=None)\n--\n\n" \
     "As nv12_to_bgr for NV21 (chroma stored V, U): cv2.COLOR_YUV2BGR_NV21.")
 
-/* ---- the host NV12 conversion (nv12_host.c) ------------------------------ */
+/* ---- the host NV12 conversion (nv12_cpu.c) ------------------------------- */
 
 #define FM_DOC_CPU_NV12_TO_BGR PyDoc_STR( \
     "_cpu_nv12_to_bgr($module, y, uv=None, /, *, out=None, rgb=False, matrix='bt601')\n--\n\n" \
@@ -378,7 +384,7 @@
     "innermost open call: start and duration in perf_counter_ns() nanoseconds,\n" \
     "shape (H, W, C).")
 
-/* ---- fastmog.asgpumat (transfer.c) --------------------------------------- */
+/* ---- fastmog.asgpumat (front_door.c) ------------------------------------- */
 
 #define FM_DOC_ASGPUMAT PyDoc_STR( \
     "asgpumat($module, obj, /, *, stream)\n--\n\n" \

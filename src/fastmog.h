@@ -338,7 +338,7 @@ void fm_call_wait_end(fm_state *st, fm_call *call);
 PyObject *fm_call_end(fm_state *st, fm_call *call, PyObject *result);
 int fm_call_end_int(fm_state *st, fm_call *call, int rc);
 
-/* Stream.synchronize and Event.synchronize as one timed call (device.c):
+/* Stream.synchronize and Event.synchronize as one timed call (synchronize.c):
  * waits for `event`, or for `stream` when `event` is NULL, interruptibly. */
 PyObject *fm_synchronize(fm_state *st, const char *name, PyObject *timer, fm_Stream *stream,
                          int device, cudaEvent_t event, uintptr_t recorded_on);
@@ -501,8 +501,23 @@ fm_GpuMat *fm_gpumat_new(fm_state *st, int device, const fm_image_shape *shape);
 fm_GpuMat *fm_gpumat_view(fm_state *st, fm_DeviceBuffer *buffer, char *data, size_t pitch,
                           const fm_image_shape *shape);
 
-/* Checks that `obj` is an open GpuMat; returns it borrowed, or NULL. */
-fm_GpuMat *fm_gpumat_check_open(fm_state *st, PyObject *obj, const char *argname);
+/* Checks that `obj` is an open GpuMat; returns it borrowed, or NULL. Inline:
+ * the protocol exports of GpuMat (interop_export.c) use it too. */
+static inline fm_GpuMat *fm_gpumat_check_open(fm_state *st, PyObject *obj, const char *argname)
+{
+    if (!Py_IS_TYPE(obj, st->GpuMat_type)) {
+        PyErr_Format(PyExc_TypeError, "%s must be a fastmog.GpuMat, not %.200s", argname,
+                     Py_TYPE(obj)->tp_name);
+        return NULL;
+    }
+    fm_GpuMat *m = (fm_GpuMat *)obj;
+    if (m->closed) {
+        PyErr_Format(PyExc_ValueError, "%s is a closed GpuMat", argname);
+        return NULL;
+    }
+    return m;
+}
+
 /* ValueError unless `m` is on `device`. */
 int fm_check_same_device(const fm_GpuMat *m, int device, const char *argname);
 
@@ -518,21 +533,32 @@ static inline fm_image fm_gpumat_image(const fm_GpuMat *m)
     return img;
 }
 
-/* ---- interop.c: other libraries' device memory, both ways ----------------- */
+/* ---- interop_export.c: GpuMat's memory for other libraries ---------------- */
 
 PyObject *fm_gpumat_cuda_array_interface(PyObject *self, void *closure);
 PyObject *fm_gpumat_dlpack(PyObject *self, PyObject *args, PyObject *kwargs);
 PyObject *fm_gpumat_dlpack_device(PyObject *self, PyObject *noargs);
 
-/* 1 if `obj` offers device memory (CUDA Array Interface, DLPack, cuda()). */
-int fm_is_device_array(PyObject *obj);
+/* ---- interop_import.c: other libraries' device memory as a GpuMat --------- */
 
 /* A view of a producer's device memory, `stream` ordered after the
  * producer's work; keeps the producer alive. New reference. */
 fm_GpuMat *fm_view_device_array(fm_state *st, PyObject *obj, const char *argname,
                                 fm_Stream *stream);
 
-/* ---- transfer.c: the front door and the copies ---------------------------- */
+/* ---- transfer.c: copies between host and device ----------------------------- */
+
+/* Queues host-to-device into `dst` (same shape); keeps the source (or a
+ * pinned staging copy) alive until the copy is done. */
+int fm_upload(fm_state *st, fm_GpuMat *dst, const fm_host_image *src, fm_Stream *stream,
+              enum fm_use how, fm_call *call);
+
+/* Queues device-to-host into `dst` (or a new pinned array when dst is NULL);
+ * with `blocking`, waits for it. Returns the host array. */
+PyObject *fm_download(fm_state *st, fm_GpuMat *src, const fm_host_image *dst, int blocking,
+                      fm_Stream *stream, fm_call *call);
+
+/* ---- front_door.c: what the user passed, as a device image ------------------- */
 
 /* Turns what the user passed (a GpuMat, a numpy array, any producer's device
  * memory) into a device image on `stream`'s device, checked against `rule`
@@ -548,37 +574,27 @@ fm_GpuMat *fm_as_device_image(fm_state *st, PyObject *obj, const char *argname,
  * naming a call before its input is checked; zeros when unknown. */
 void fm_peek_shape(fm_state *st, PyObject *obj, int *height, int *width, int *channels);
 
-/* Queues host-to-device into `dst` (same shape); keeps the source (or a
- * pinned staging copy) alive until the copy is done. */
-int fm_upload(fm_state *st, fm_GpuMat *dst, const fm_host_image *src, fm_Stream *stream,
-              enum fm_use how, fm_call *call);
-
-/* Queues device-to-host into `dst` (or a new pinned array when dst is NULL);
- * with `blocking`, waits for it. Returns the host array. */
-PyObject *fm_download(fm_state *st, fm_GpuMat *src, const fm_host_image *dst, int blocking,
-                      fm_Stream *stream, fm_call *call);
-
 extern PyMethodDef fm_transfer_methods[];
 
-/* ---- mog2_base.c, mog2.c, mog2_cpu_type.c ---------------------------------- */
+/* ---- mog2_base.c, mog2_params.c, mog2_args.c, mog2.c, mog2_cpu.c ------------ */
 
 extern PyType_Spec fm_mog2_base_spec;
 extern PyType_Spec fm_mog2_spec;
 extern PyType_Spec fm_mog2_cpu_spec;
-extern PyMethodDef fm_mog2_base_methods_module[];
+extern PyMethodDef fm_mog2_params_methods[];     /* _mog2_parameters */
 extern PyMethodDef fm_mog2_methods_module[];       /* apply_cameras */
 extern PyMethodDef fm_mog2_cpu_methods_module[];   /* _cpu_apply_cameras */
 
 /* Creates a subtractor type deriving from `base`, its docstring opening with
- * the signature built from the parameter table (`extra`: parameters after
- * them, or NULL). */
+ * the signature built from the parameter table (mog2_params.c; `extra`:
+ * parameters after them, or NULL). */
 PyTypeObject *fm_mog2_make_type(PyObject *module, PyType_Spec *spec, PyTypeObject *base,
                                 const char *extra);
 
-/* ---- nv12.c, nv12_host.c: NV12/NV21 to BGR on the GPU and on the host ------ */
+/* ---- nv12.c, nv12_cpu.c: NV12/NV21 to BGR on the GPU and on the host ------ */
 
 extern PyMethodDef fm_nv12_methods[];
-extern PyMethodDef fm_nv12_host_methods[];
+extern PyMethodDef fm_nv12_cpu_methods[];
 
 
 #endif

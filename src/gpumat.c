@@ -1,5 +1,5 @@
 /* fastmog.GpuMat: a pitched device image and its views; its copies to and
- * from the host go through the front door (transfer.c). */
+ * from the host are transfer.c's, its protocol exports interop_export.c's. */
 #include "fastmog.h"
 #include "docstrings.h"
 
@@ -10,21 +10,6 @@
 #define FM_PITCH_ALIGN ((size_t)256)
 
 const fm_image_rule fm_gpumat_rule = {0, FM_IMAGE_CHANNELS};
-
-fm_GpuMat *fm_gpumat_check_open(fm_state *st, PyObject *obj, const char *argname)
-{
-    if (!Py_IS_TYPE(obj, st->GpuMat_type)) {
-        PyErr_Format(PyExc_TypeError, "%s must be a fastmog.GpuMat, not %.200s", argname,
-                     Py_TYPE(obj)->tp_name);
-        return NULL;
-    }
-    fm_GpuMat *m = (fm_GpuMat *)obj;
-    if (m->closed) {
-        PyErr_Format(PyExc_ValueError, "%s is a closed GpuMat", argname);
-        return NULL;
-    }
-    return m;
-}
 
 int fm_check_same_device(const fm_GpuMat *m, int device, const char *argname)
 {

@@ -557,6 +557,7 @@ static PyObject *MOG2_get_background_image(PyObject *op, PyObject *args, PyObjec
         || fm_call_gpu_begin(st, &call) < 0)
         goto error;
     fm_mog2_params params = fm_mog2_settings_params(&self->base.settings);
+    params.n_mixtures = g.n_mixtures;  /* the model as it stands, as on the host */
     cudaError_t err = fm_launch_mog2_background(params, model_view(self), fm_gpumat_image(out),
                                                 stream->handle);
     if (err != cudaSuccess) {

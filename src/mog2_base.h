@@ -1,16 +1,18 @@
 /* What the GPU and the host subtractor share: the MOG2 parameters as the user
- * sets them, and the hidden base type that carries them (properties, OpenCV
- * aliases, the lock, frame bookkeeping, close/reset). */
+ * sets them (mog2_params.c), the hidden base type that carries them (the
+ * lock, frame bookkeeping, close/reset: mog2_base.c) and the verbs'
+ * arguments (mog2_args.c). */
 #ifndef FASTMOG_MOG2_BASE_H
 #define FASTMOG_MOG2_BASE_H
 
 #include "fastmog.h"
+#include "mog2_table.h"
 
 #include <pythread.h>
 
 /* Values are kept as OpenCV keeps them: varThreshold as a double, the other
  * thresholds rounded to float when set. Defaults live in the table in
- * mog2_base.c, nowhere else. */
+ * mog2_table.h, nowhere else. */
 typedef struct fm_mog2_settings {
     int history;
     int n_mixtures;
@@ -49,6 +51,17 @@ struct fm_MOG2Base {
 
 extern PyType_Spec fm_mog2_base_spec;
 
+/* ---- mog2_params.c ---- */
+
+/* Parses the constructor's arguments (the first three may be positional, the
+ * rest keyword-only; var_min and var_max are checked together at the end).
+ * `device` as fm_mog2_base_init's. `s` is unchanged on error. */
+int fm_mog2_settings_parse(fm_mog2_settings *s, PyObject *args, PyObject *kwargs,
+                           const char *type_name, PyObject **device);
+fm_mog2_params fm_mog2_settings_params(const fm_mog2_settings *s);
+
+/* ---- mog2_base.c ---- */
+
 /* Parses the constructor's arguments into `self` and makes its lock.
  * `device` receives the device= argument (borrowed, may be NULL) when not
  * NULL, else device= is refused. */
@@ -84,6 +97,12 @@ void fm_mog2_plan_frames(const fm_MOG2Base *self, const fm_image_shape *frame,
                          double learning_rate, int count, fm_mog2_step *steps);
 void fm_mog2_commit(fm_MOG2Base *self, const fm_mog2_step *step);
 
+/* Takes every lock (and checks each is open), or none. */
+int fm_mog2_lock_all(fm_MOG2Base **locking, int count);
+void fm_mog2_unlock_all(fm_MOG2Base **locking, int count);
+
+/* ---- mog2_args.c ---- */
+
 /* A sequence argument as a tuple of `count` items (count < 0: any length,
  * up to INT_MAX / 2): a list is copied, so another thread changing it while
  * the call has the GIL released cannot drop what the call uses. New
@@ -104,7 +123,9 @@ typedef struct fm_mog2_sequences {
 } fm_mog2_sequences;
 
 /* Fills `seq` (zeroed first) from the arguments; count < 0: as many as
- * there are frames. On failure everything taken is released. */
+ * there are frames. Refuses fgmasks that share an output buffer (one object
+ * twice, or numpy arrays over shared bytes; fm_mog2_call_frames compares
+ * GpuMats' device bytes too). On failure everything taken is released. */
 int fm_mog2_sequences_get(fm_mog2_sequences *seq, PyObject *frames, PyObject *known,
                           PyObject *fgmasks, Py_ssize_t count);
 void fm_mog2_sequences_clear(fm_mog2_sequences *seq);
@@ -132,9 +153,6 @@ static inline int fm_mog2_index(const fm_mog2_sequences *seq, int k)
  * each other in a cycle). */
 int fm_mog2_camera_args(PyObject *subs, PyTypeObject *type, PyObject *rate_arg,
                         fm_MOG2Base **cameras, double *rates, fm_MOG2Base **locking);
-/* Takes every lock (and checks each is open), or none. */
-int fm_mog2_lock_all(fm_MOG2Base **locking, int count);
-void fm_mog2_unlock_all(fm_MOG2Base **locking, int count);
 
 /* What each argument of the subtractors must be. */
 fm_image_rule fm_mog2_frame_rule(void);
@@ -148,13 +166,13 @@ fm_image_shape fm_mog2_background_shape(const fm_mog2_geometry *g);
 /* Converts apply()'s learning_rate (NULL: not given, automatic): a finite
  * number, or any negative one meaning automatic; TypeError or ValueError. */
 int fm_mog2_learning_rate_arg(PyObject *arg, double *rate);
-fm_mog2_params fm_mog2_settings_params(const fm_mog2_settings *s);
 
 /* The arguments of apply() and apply_batch(), of both subtractors:
  * `frame, /, learning_rate=-1.0, *, [stream,] fgmask=None,
  * known_foreground=None, timer=None` (apply_batch: frames, fgmasks). Every
  * reference is borrowed from the call's arguments. */
 typedef struct fm_mog2_call_args {
+    fm_state *st;             /* the module's, for telling GpuMats apart */
     PyObject *frames;         /* apply's frame, or apply_batch's frames */
     fm_Stream *stream;        /* FM_MOG2_CALL_GPU only: checked open, on the device */
     PyObject *fgmasks;        /* fgmask(s), or Py_None */
@@ -178,9 +196,11 @@ int fm_mog2_call_args_parse(fm_state *st, PyObject *args, PyObject *kwargs, int 
  * methods are one path. 0, or -1 with an exception set. */
 int fm_mog2_call_frames(const fm_mog2_call_args *a, int flags, fm_mog2_sequences *seq);
 
+/* ---- the GPU model's layout (mog2.c) ---- */
+
 /* The GPU's model in one allocation: the planes of mog2_params.h, each
  * starting on a 256-byte boundary. (The host keeps each pixel's modes
- * together instead: fm_mog2_host_model in mog2_cpu.h.) */
+ * together instead: fm_mog2_host_model in mog2_loop.h.) */
 static inline size_t fm_mog2_plane_bytes(const fm_mog2_geometry *g)
 {
     size_t pixels = (size_t)g->width * (size_t)g->height;

@@ -6,9 +6,15 @@
 #include "docstrings.h"
 #include "nv12_launch.h"
 
-static const fm_image_rule luma_rule = {FM_DTYPE_BIT(NPY_UINT8), FM_CHANNELS_BIT(1)};
+/* The planes, up to the tallest frame the launcher's grid covers; a single
+ * frame (no uv) holds its chroma rows below the luma rows. */
+static const fm_image_rule luma_rule = {FM_DTYPE_BIT(NPY_UINT8), FM_CHANNELS_BIT(1),
+                                        .max_height = FM_NV12_MAX_HEIGHT};
+static const fm_image_rule frame_rule = {FM_DTYPE_BIT(NPY_UINT8), FM_CHANNELS_BIT(1),
+                                         .max_height = FM_NV12_MAX_HEIGHT / 2 * 3};
 static const fm_image_rule chroma_rule = {FM_DTYPE_BIT(NPY_UINT8),
-                                          FM_CHANNELS_BIT(1) | FM_CHANNELS_BIT(2)};
+                                          FM_CHANNELS_BIT(1) | FM_CHANNELS_BIT(2),
+                                          .max_height = FM_NV12_MAX_HEIGHT / 2};
 
 /* A plane as the launcher takes it; `pairs` says the values go in U, V pairs. */
 static fm_image plane_image(const fm_GpuMat *m, char *data, int height, int pairs)
@@ -71,6 +77,13 @@ static PyObject *convert(PyObject *module, PyObject *args, PyObject *kwargs, con
                      FM_YUV_MATRIX_NAMES, matrix_name);
         return NULL;
     }
+    /* Host planes are checked before anything else, the device included:
+     * nothing is queued for a frame the launcher would refuse. */
+    const fm_image_rule *y_rule = uv_arg == Py_None ? &frame_rule : &luma_rule;
+    fm_host_image host;
+    if ((PyArray_Check(y_arg) && fm_host_image_check(y_arg, "y", y_rule, &host) < 0)
+        || (PyArray_Check(uv_arg) && fm_host_image_check(uv_arg, "uv", &chroma_rule, &host) < 0))
+        return NULL;
     fm_Stream *stream = fm_require_stream(st, stream_arg, -1);
     if (stream == NULL)
         return NULL;
@@ -78,7 +91,7 @@ static PyObject *convert(PyObject *module, PyObject *args, PyObject *kwargs, con
         return NULL;
     if (fm_device_enter(st, stream->device, &guard) < 0)
         return fm_call_end(st, &call, NULL);
-    if ((y = fm_as_device_image(st, y_arg, "y", &luma_rule, stream, NULL, timer)) == NULL)
+    if ((y = fm_as_device_image(st, y_arg, "y", y_rule, stream, NULL, timer)) == NULL)
         goto done;
     fm_image yi, uvi;
     if (uv_arg == Py_None) {

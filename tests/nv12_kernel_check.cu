@@ -1,5 +1,5 @@
 // Standalone GPU check of the NV12 launcher (cuda/nv12.cu) against the host
-// reference (src/yuv_cpu.c, itself equal to cv2 on all 2^24 triples), needing
+// reference (src/nv12_loop.c, itself equal to cv2 on all 2^24 triples), needing
 // no Python binding; tests/test_nv12.py builds and runs it on GPU machines.
 // Exit status 0 when every byte matches, and every border byte is untouched.
 #include <cstdio>
@@ -8,7 +8,7 @@
 #include <cuda_runtime.h>
 
 #include "nv12_launch.h"
-#include "../src/yuv_cpu.h"
+#include "../src/nv12_loop.h"
 
 #define CHECK(call)                                                                   \
     do {                                                                              \

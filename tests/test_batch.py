@@ -490,3 +490,18 @@ def test_cameras_bad_input_changes_nothing(rng):
             call()
     for sub, twin, shape in zip(subs, twins, shapes):
         assert_same_model(sub, twin, rng, shape)
+
+
+def test_batch_refuses_one_mask_buffer_for_two_frames(rng):
+    frames = noisy_frames(rng, (24, 32, 3), np.uint8, 3)
+    sub = fastmog.cpu.BackgroundSubtractorMOG2()
+    m = np.zeros((24, 32), np.uint8)
+    stack = np.zeros((3, 24, 32), np.uint8)
+    aliased = [[m, m, m], [np.zeros_like(m), m, m[:, :]], [stack[0], stack[1], stack[0, :, :]],
+               [m, None, m.view()]]
+    for masks in aliased:
+        with pytest.raises(ValueError, match="same output buffer"):
+            sub.apply_batch(frames, fgmasks=masks)
+    assert sub.frame_count == 0
+    got = sub.apply_batch(frames, fgmasks=stack)  # rows of one array are distinct buffers
+    assert got is stack and sub.frame_count == 3

@@ -380,3 +380,19 @@ def test_gpu_cameras_bad_input_changes_nothing(rng, stream):
             call()
     for sub, twin, shape in zip(subs, twins, shapes):
         assert_same_gpu_model(sub, twin, rng, stream, shape)
+
+
+def test_gpu_batch_refuses_one_mask_buffer_for_two_frames(rng, stream):
+    frames = noisy_frames(rng, (24, 32, 3), np.uint8, 3)
+    gpu = fastmog.BackgroundSubtractorMOG2()
+    m = fastmog.GpuMat((24, 32), np.uint8)
+    around = fastmog.GpuMat((30, 40), np.uint8)
+    aliased = [[m, m, m], [fastmog.GpuMat((24, 32), np.uint8), m, m[:, :]],
+               [around[0:24, 0:32], around[6:30, 8:40], fastmog.GpuMat((24, 32), np.uint8)]]
+    for masks in aliased:
+        with pytest.raises(ValueError, match="same output buffer"):
+            gpu.apply_batch(frames, stream=stream, fgmasks=masks)
+    assert gpu.frame_count == 0
+    apart = [fastmog.GpuMat((24, 32), np.uint8) for _ in range(3)]
+    gpu.apply_batch(frames, stream=stream, fgmasks=apart)
+    assert gpu.frame_count == 3

@@ -332,7 +332,7 @@ def _cupy_consumer(m, shape):
 @pytest.mark.gpu
 @pytest.mark.parametrize("consumer", [_torch_consumer, _cupy_consumer], ids=["torch", "cupy"])
 def test_dlpack_memory_waits_for_the_consumers_queued_kernel(consumer, rng):
-    """interop.c/devmem.c: the old build freed an exported GpuMat's memory on
+    """interop_export.c/devmem.c: the old build freed an exported GpuMat's memory on
     fastmog's own stream once the consumer dropped the tensor, not after the
     consumer's stream; with that stream idle the free completed at once and
     the pool handed the block to the next GpuMat of the size while the

@@ -143,3 +143,33 @@ def test_wrapped_foreign_streams(stream):
     m = fastmog.GpuMat((16, 16))
     m.fill(5, stream=w)
     assert (m.download(stream=w) == 5).all()
+
+
+def test_cuda_array_interface_entries_stay_alive_while_their_code_runs(rng, stream):
+    """A producer whose read-only flag's __bool__ empties the interface dict
+    and its lists: fastmog reads entries it holds itself, never freed ones (a
+    list freed by the clear is at once reused by the next list made)."""
+    src = fastmog.GpuMat.from_array(random_image(rng, (6, 8), np.uint8), stream=stream)
+
+    class Flag:
+        def __init__(self, cai):
+            self.cai = cai
+
+        def __bool__(self):
+            data = self.cai["data"]
+            self.cai.clear()
+            data.clear()
+            self.junk = [[16, 16, 16] for _ in range(8)]  # take the freed lists' places
+            return False
+
+    class Producer:
+        @property
+        def __cuda_array_interface__(self):
+            cai = {"shape": [6, 8], "typestr": "|u1", "strides": [8, 1], "version": 3,
+                   "stream": None}
+            cai["data"] = [src.ptr, Flag(cai)]
+            return cai
+
+    view = fastmog.asgpumat(Producer(), stream=stream)
+    assert view.shape == (6, 8) and view.ptr == src.ptr
+    assert np.array_equal(view.download(stream=stream), src.download(stream=stream))

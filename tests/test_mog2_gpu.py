@@ -309,3 +309,19 @@ def test_two_threads_on_one_subtractor_are_serialised(rng):
     for t in threads:
         t.join()
     assert not errors and sub.frame_count == 50
+
+
+def test_background_after_n_mixtures_changes_is_the_model_as_it_stands(rng, stream):
+    """As on the host: the old model's background until the next apply()."""
+    frames = [rng.integers(0, 256, (24, 32, 3), dtype=np.uint8) for _ in range(8)]
+    gpu = fastmog.BackgroundSubtractorMOG2(n_mixtures=5)
+    host = fastmog.cpu.BackgroundSubtractorMOG2(n_mixtures=5)
+    for f in frames:
+        gpu.apply(f, stream=stream)
+        host.apply(f)
+    before = host.get_background_image()
+    for n in (2, 8):
+        gpu.n_mixtures = host.n_mixtures = n
+        got = gpu.get_background_image(stream=stream).download(stream=stream)
+        assert np.array_equal(got, before)
+        assert np.array_equal(host.get_background_image(), before)

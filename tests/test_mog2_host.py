@@ -173,3 +173,80 @@ def test_host_apply_and_apply_batch_take_their_documented_arguments(rng):
     # The rate is checked before the frames.
     with pytest.raises(ValueError, match="learning_rate"):
         sub.apply_batch("not frames", float("inf"))
+
+
+# Both subtractors share the parameter table; the GPU one needs a device once
+# built, but its constructor checks every argument before touching CUDA.
+SUBTRACTORS = [fastmog.cpu.BackgroundSubtractorMOG2,
+               pytest.param(fastmog.BackgroundSubtractorMOG2, marks=pytest.mark.gpu)]
+
+
+@pytest.mark.parametrize("make", SUBTRACTORS)
+def test_numpy_scalars_are_numbers_and_bools_are_flags(make):
+    sub = make(np.int32(50), np.float32(20.0), np.bool_(False), n_mixtures=np.int64(3),
+               background_ratio=np.float32(0.5), var_init=np.int16(12))
+    assert (sub.history, sub.var_threshold, sub.detect_shadows, sub.n_mixtures) == (50, 20.0, False, 3)
+    assert (sub.background_ratio, sub.var_init) == (0.5, 12.0)
+    sub.setHistory(np.uint16(7))
+    sub.shadow_value = np.uint8(100)
+    sub.setShadowThreshold(np.float64(0.25))
+    sub.var_max = np.float32(80.5)
+    assert (sub.history, sub.shadow_value, sub.shadow_threshold, sub.var_max) == (7, 100, 0.25, 80.5)
+    for name in ("var_threshold", "background_ratio", "shadow_threshold", "var_max"):
+        for flag in (True, np.bool_(False)):
+            with pytest.raises(TypeError, match=f"{name} must be a number"):
+                setattr(sub, name, flag)
+    for flag in (True, np.bool_(True)):
+        with pytest.raises(TypeError, match="history must be an int"):
+            sub.setHistory(flag)
+    with pytest.raises(TypeError, match="var_threshold must be a number"):
+        make(var_threshold=True)
+    assert (sub.history, sub.var_max) == (7, 80.5)
+
+
+@pytest.mark.parametrize("make", SUBTRACTORS)
+def test_detect_shadows_takes_a_bool_or_0_or_1(make):
+    sub = make()
+    for value, want in ((0, False), (1, True), (np.bool_(False), False), (True, True),
+                        (np.int8(0), False)):
+        sub.setDetectShadows(value)
+        assert sub.detect_shadows is want
+    for value in (-1, 2, np.int32(-1)):
+        with pytest.raises(ValueError, match="detect_shadows must be True or False"):
+            sub.setDetectShadows(value)
+        with pytest.raises(ValueError, match="detect_shadows"):
+            make(detect_shadows=value)
+    with pytest.raises(TypeError, match="detect_shadows must be True or False"):
+        sub.detect_shadows = 0.5
+    assert sub.detect_shadows is False
+
+
+def test_gpu_constructor_refuses_bools_as_numbers_before_touching_cuda():
+    for kwargs in ({"var_threshold": True}, {"history": np.bool_(True)},
+                   {"background_ratio": np.bool_(False)}):
+        with pytest.raises(TypeError, match="must be a number|must be an int"):
+            fastmog.BackgroundSubtractorMOG2(**kwargs)
+    for value in (-1, 2, np.int64(3)):
+        with pytest.raises(ValueError, match="detect_shadows must be True or False"):
+            fastmog.BackgroundSubtractorMOG2(detect_shadows=value)
+
+
+def test_background_after_n_mixtures_changes_is_the_model_as_it_stands(rng):
+    """A changed n_mixtures takes effect at the next apply(); until then the
+    background is the old model's, not uninitialised memory."""
+    frames = [rng.integers(0, 256, (24, 32, 3), dtype=np.uint8) for _ in range(8)]
+    sub = fastmog.cpu.BackgroundSubtractorMOG2(n_mixtures=5)
+    for f in frames:
+        sub.apply(f)
+    before = sub.get_background_image()
+    for n in (2, 8, 5):
+        sub.n_mixtures = n
+        assert np.array_equal(sub.get_background_image(), before)
+        out = np.full_like(before, 7)
+        sub.get_background_image(out)
+        assert np.array_equal(out, before)
+    sub.n_mixtures = 2
+    sub.apply(frames[0])
+    restarted = fastmog.cpu.BackgroundSubtractorMOG2(n_mixtures=2)
+    restarted.apply(frames[0])
+    assert np.array_equal(sub.get_background_image(), restarted.get_background_image())

@@ -297,7 +297,7 @@ def test_gpu_kernel_without_binding(tmp_path):
     exe = tmp_path / "nv12_kernel_check"
     subprocess.run([nvcc, "-O2", "-std=c++17", "-arch=native", "-I", str(ROOT / "cuda"),
                     str(ROOT / "tests" / "nv12_kernel_check.cu"), str(ROOT / "cuda" / "nv12.cu"),
-                    str(ROOT / "src" / "yuv_cpu.c"), "-o", str(exe)], check=True)
+                    str(ROOT / "src" / "nv12_loop.c"), "-o", str(exe)], check=True)
     run = subprocess.run([str(exe)], capture_output=True, text=True, timeout=300)
     print(run.stdout)
     assert run.returncode == 0, run.stdout + run.stderr
@@ -376,3 +376,19 @@ def test_gpu_bad_input(stream):
         fastmog.nv12_to_bgr(y.astype(cp.uint16), uv, stream=stream)
     with pytest.raises(ValueError):
         fastmog.nv12_to_bgr(y, uv, stream=stream, out=fastmog.GpuMat((4, 4, 3)))
+
+
+def test_too_tall_frames_are_refused_before_any_work():
+    """Past the launcher's grid (1,048,560 luma rows) the arguments are refused
+    with ValueError before the stream or the device is looked at."""
+    rows = 1_048_560 + 2
+    y = np.zeros((rows, 2), np.uint8)
+    uv = np.zeros((rows // 2, 1, 2), np.uint8)
+    for convert in (fastmog.nv12_to_bgr, fastmog.nv21_to_bgr):
+        with pytest.raises(ValueError, match="y has 1048562 rows; at most 1048560"):
+            convert(y, uv, stream=None)
+        frame = np.zeros((rows // 2 * 3, 2), np.uint8)  # luma rows, then chroma rows
+        with pytest.raises(ValueError, match="at most 1572840"):
+            convert(frame, stream=None)
+        with pytest.raises(ValueError, match="uv has 524281 rows; at most 524280"):
+            convert(y[:-2], uv, stream=None)

@@ -2,8 +2,8 @@
  * BackgroundSubtractorMOG2. Plain C11, no Python API; compile with
  * -ffp-contract=off (see mog2_pixel.h). The caller does the frame
  * bookkeeping (mog2_params.h) and passes the effective rates. */
-#ifndef FASTMOG_MOG2_CPU_H
-#define FASTMOG_MOG2_CPU_H
+#ifndef FASTMOG_MOG2_LOOP_H
+#define FASTMOG_MOG2_LOOP_H
 
 #include <stddef.h>
 #include "../cuda/mog2_pixel.h"

@@ -1,6 +1,6 @@
 /*
- * yuv_pixel.h - YUV 4:2:0 (NV12/NV21) to BGR/RGB of one pixel in OpenCV's
- * integer fixed-point arithmetic, shared by the host C code (src/yuv_cpu.c)
+ * nv12_pixel.h - YUV 4:2:0 (NV12/NV21) to BGR/RGB of one pixel in OpenCV's
+ * integer fixed-point arithmetic, shared by the host C code (src/nv12_loop.c)
  * and the CUDA kernel (cuda/nv12.cu).
  *
  * Goal: bit-exact agreement with cv2.cvtColor(..., COLOR_YUV2BGR_NV12) and
@@ -24,10 +24,12 @@
  * OpenCV.  The chroma terms are therefore computed once per block
  * (fm_yuv_chroma_terms) and applied to four luma samples (fm_yuv_pixel).
  */
-#ifndef FASTMOG_YUV_PIXEL_H
-#define FASTMOG_YUV_PIXEL_H
+#ifndef FASTMOG_NV12_PIXEL_H
+#define FASTMOG_NV12_PIXEL_H
 
 #include <string.h>
+
+#include "nv12_flags.h"
 
 #ifndef FM_HOST_DEVICE
 #ifdef __CUDACC__
@@ -39,18 +41,6 @@
 
 #define FM_YUV_SHIFT 20
 #define FM_YUV_ROUND (1 << (FM_YUV_SHIFT - 1))
-
-/* Flags (bit set) shared by the host function and the launcher. */
-#define FM_YUV_RGB 1       /* write R, G, B (COLOR_YUV2RGB_*) instead of B, G, R */
-#define FM_YUV_NV21 2      /* chroma pairs are V, U (NV21) instead of U, V (NV12) */
-#define FM_YUV_FLAGS_ALL (FM_YUV_RGB | FM_YUV_NV21)
-
-/* Colour matrices, by id.  Only BT.601 video range exists (the one OpenCV's
- * COLOR_YUV2BGR_NV12 uses); a new one gets an id, a case in
- * fm_yuv_matrix_get, a name in fm_yuv_matrix_id and in FM_YUV_MATRIX_NAMES. */
-#define FM_YUV_MATRIX_BT601 0
-/* For error messages: the names fm_yuv_matrix_id knows. */
-#define FM_YUV_MATRIX_NAMES "'bt601'"
 
 typedef struct fm_yuv_matrix {
     int y_black;            /* luma of black; lower values are clamped to it */
@@ -75,14 +65,6 @@ static inline int fm_yuv_matrix_get(int id, fm_yuv_matrix *m)
     default:
         return -1;
     }
-}
-
-/* Host only: the id of a matrix name ("bt601"), or -1 if there is none. */
-static inline int fm_yuv_matrix_id(const char *name)
-{
-    if (strcmp(name, "bt601") == 0)
-        return FM_YUV_MATRIX_BT601;
-    return -1;
 }
 
 /* The chroma part of one 2x2 block, already in output order and with the
@@ -129,12 +111,4 @@ FM_HOST_DEVICE static inline void fm_yuv_pixel(const fm_yuv_matrix *m,
     out[2] = fm_yuv_descale(luma + c->last);
 }
 
-/* The whole conversion of one (Y, U, V) triple, for callers without blocks. */
-FM_HOST_DEVICE static inline void fm_yuv_to_bgr(const fm_yuv_matrix *m, int y, int c0,
-                                                int c1, int flags, unsigned char *out)
-{
-    const fm_yuv_chroma c = fm_yuv_chroma_terms(m, c0, c1, flags);
-    fm_yuv_pixel(m, &c, y, out);
-}
-
-#endif /* FASTMOG_YUV_PIXEL_H */
+#endif /* FASTMOG_NV12_PIXEL_H */

@@ -1,13 +1,13 @@
 /*
- * yuv_cpu.h - host (CPU) reference of NV12/NV21 -> BGR/RGB, bit-exact with
+ * nv12_loop.h - host (CPU) reference of NV12/NV21 -> BGR/RGB, bit-exact with
  * cv2.cvtColor(..., COLOR_YUV2BGR_NV12) and its siblings.  Plain C11, no
- * Python API; the per-pixel maths is cuda/yuv_pixel.h, shared with the GPU.
+ * Python API; the per-pixel maths is cuda/nv12_pixel.h, shared with the GPU.
  */
-#ifndef FASTMOG_YUV_CPU_H
-#define FASTMOG_YUV_CPU_H
+#ifndef FASTMOG_NV12_LOOP_H
+#define FASTMOG_NV12_LOOP_H
 
 #include <stddef.h>
-#include "../cuda/yuv_pixel.h"
+#include "../cuda/nv12_pixel.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -37,4 +37,4 @@ int fm_nv12_to_bgr_cpu(const unsigned char *y, size_t y_pitch,
 }
 #endif
 
-#endif /* FASTMOG_YUV_CPU_H */
+#endif /* FASTMOG_NV12_LOOP_H */

@@ -1,10 +1,10 @@
 /* _fastmog._cpu_nv12_to_bgr and _cpu_nv21_to_bgr: the host NV12/NV21 -> BGR
- * conversion (src/yuv_cpu.c) for numpy arrays, exported as the method table
- * fm_nv12_host_methods. Every argument is checked before anything is
+ * conversion (src/nv12_loop.c) for numpy arrays, exported as the method table
+ * fm_nv12_cpu_methods. Every argument is checked before anything is
  * allocated or written. */
 #include "fastmog.h"
 #include "docstrings.h"
-#include "yuv_cpu.h"
+#include "nv12_loop.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -49,26 +49,16 @@ static PyArrayObject *as_u8_array(PyObject *obj, const char *argname)
     return a;
 }
 
-/* Checks the row layout: bytes of a row contiguous (`pixel_bytes` per
- * column), rows in order and not overlapping. Fills plane->pitch. */
-static int check_rows(PyArrayObject *a, const char *argname, npy_intp pixel_bytes,
-                      fm_plane *plane)
+/* Checks the row layout as every host image is checked (fm_host_image_check:
+ * pixels contiguous within a row, rows in order and not overlapping) and
+ * fills `plane`. */
+static int check_rows(PyArrayObject *a, const char *argname, fm_plane *plane)
 {
-    npy_intp rows = PyArray_DIM(a, 0), cols = PyArray_DIM(a, 1);
-    npy_intp *strides = PyArray_STRIDES(a);
-    npy_intp row_bytes = cols * pixel_bytes;
-    /* strides of length-1 dimensions are meaningless; numpy may set any */
-    int contiguous = (cols == 1 || strides[1] == pixel_bytes)
-                     && (PyArray_NDIM(a) == 2 || PyArray_DIM(a, 2) == 1 || strides[2] == 1);
-    npy_intp pitch = rows == 1 ? row_bytes : strides[0];
-    if (!contiguous || pitch < row_bytes) {
-        PyErr_Format(PyExc_ValueError,
-                     "%s must have contiguous bytes within each row and rows in order "
-                     "(row padding is fine); use numpy.ascontiguousarray()", argname);
+    fm_host_image img;
+    if (fm_host_image_check((PyObject *)a, argname, NULL, &img) < 0)
         return -1;
-    }
-    plane->data = PyArray_DATA(a);
-    plane->pitch = (size_t)pitch;
+    plane->data = (unsigned char *)img.data;
+    plane->pitch = img.pitch;
     return 0;
 }
 
@@ -122,7 +112,7 @@ static PyObject *nv12_to_bgr_impl(PyObject *y_arg, PyObject *uv_arg, PyObject *o
         PyErr_Format(PyExc_ValueError, "y is too large: %s", shape_str(ya, shape, sizeof shape));
         return NULL;
     }
-    if (check_rows(ya, "y", 1, &y) < 0)
+    if (check_rows(ya, "y", &y) < 0)
         return NULL;
 
     /* -- uv -- */
@@ -146,7 +136,7 @@ static PyObject *nv12_to_bgr_impl(PyObject *y_arg, PyObject *uv_arg, PyObject *o
                          (long long)width, shape_str(uva, shape, sizeof shape));
             return NULL;
         }
-        if (check_rows(uva, "uv", nd == 3 ? 2 : 1, &uv) < 0)
+        if (check_rows(uva, "uv", &uv) < 0)
             return NULL;
     }
 
@@ -164,7 +154,7 @@ static PyObject *nv12_to_bgr_impl(PyObject *y_arg, PyObject *uv_arg, PyObject *o
             PyErr_SetString(PyExc_ValueError, "out is read-only");
             return NULL;
         }
-        if (check_rows(outa, "out", 3, &out) < 0)
+        if (check_rows(outa, "out", &out) < 0)
             return NULL;
         if (spans_overlap(&out, height, width * 3, &y, height, width)
             || spans_overlap(&out, height, width * 3, &uv, height / 2, width)) {
@@ -236,7 +226,7 @@ static PyObject *cpu_nv21_to_bgr(PyObject *Py_UNUSED(module), PyObject *args, Py
     return convert(args, kwargs, 1);
 }
 
-PyMethodDef fm_nv12_host_methods[] = {
+PyMethodDef fm_nv12_cpu_methods[] = {
     {"_cpu_nv12_to_bgr", (PyCFunction)(void (*)(void))cpu_nv12_to_bgr,
      METH_VARARGS | METH_KEYWORDS, FM_DOC_CPU_NV12_TO_BGR},
     {"_cpu_nv21_to_bgr", (PyCFunction)(void (*)(void))cpu_nv21_to_bgr,

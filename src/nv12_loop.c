@@ -1,7 +1,7 @@
 /*
- * yuv_cpu.c - host loop over cuda/yuv_pixel.h.  See yuv_cpu.h.
+ * nv12_loop.c - host loop over cuda/nv12_pixel.h.  See nv12_loop.h.
  */
-#include "yuv_cpu.h"
+#include "nv12_loop.h"
 
 int fm_nv12_to_bgr_cpu(const unsigned char *y, size_t y_pitch,
                        const unsigned char *uv, size_t uv_pitch,
