@@ -1,91 +1,23 @@
 """PEP 517 build backend of fastmog: setuptools' own, plus NVIDIA's CUDA
 compiler wheels from PyPI as build requirements where no CUDA toolkit is
-installed, and the one search for nvcc that setup.py uses too.
+installed. The search for nvcc lives in nvcc_search.py (shared with setup.py,
+and free of setuptools so its tests run anywhere); FASTMOG_NVCC is described
+there.
 
-pyproject.toml names this module with ``backend-path = ["."]``; every hook
-not defined here is setuptools.build_meta's.
-
-Environment:
-  FASTMOG_NVCC   "auto" (default): a system toolkit if there is one (CUDA_HOME
-                 or CUDA_PATH, then nvcc on PATH, then /usr/local/cuda), else
-                 the PyPI wheels; "pip": always the PyPI wheels, ignoring any
-                 system toolkit (to test that path on a machine that has one).
+pyproject.toml names this module with ``backend-path = ["."]``, which also puts
+nvcc_search.py on the path; every hook not defined here is setuptools.build_meta's.
 """
-import importlib.util
-import os
-import shutil
-
 from setuptools import build_meta as _setuptools
 from setuptools.build_meta import *  # noqa: F401,F403  (every other hook as is)
 
-# nvcc with its cicc (nvvm) and crt headers, the runtime's headers and static
-# library, NVTX v3 headers and CCCL: one CUDA 13.0 release, pinned together by
-# NVIDIA's meta-package. They all unpack into site-packages/nvidia/cu13, laid
-# out like a toolkit root.
-PIP_CUDA = "cuda-toolkit[nvcc,crt,nvvm,cudart,nvtx,cccl]~=13.0.2"
-PIP_CUDA_SUBDIR = "cu13"
-
-_MODES = ("auto", "pip")
-DEFAULT_ROOTS = ("/usr/local/cuda",)
-
-
-def nvcc_mode():
-    mode = os.environ.get("FASTMOG_NVCC", "").strip().lower() or "auto"
-    if mode not in _MODES:
-        raise ValueError(f"FASTMOG_NVCC must be one of {', '.join(_MODES)}; got {mode!r}")
-    return mode
-
-
-def _has_nvcc(root):
-    # The headers too: an nvcc wrapper script on PATH is not a toolkit root.
-    return bool(root) and all(os.path.isfile(os.path.join(root, *part)) for part in (
-        ("bin", "nvcc"), ("include", "cuda_runtime_api.h")))
-
-
-def find_system_cuda():
-    """Root of an installed CUDA toolkit, or None."""
-    for var in ("CUDA_HOME", "CUDA_PATH"):
-        root = os.environ.get(var)
-        if _has_nvcc(root):
-            return root
-    nvcc = shutil.which("nvcc")
-    if nvcc:
-        root = os.path.dirname(os.path.dirname(os.path.realpath(nvcc)))
-        if _has_nvcc(root):
-            return root
-    for root in DEFAULT_ROOTS:
-        if _has_nvcc(root):
-            return root
-    return None
-
-
-def find_pip_cuda():
-    """Root of the CUDA wheels (site-packages/nvidia/cu13) importable here, or None."""
-    spec = importlib.util.find_spec("nvidia")
-    for base in (spec.submodule_search_locations or []) if spec else []:
-        root = os.path.join(base, PIP_CUDA_SUBDIR)
-        if _has_nvcc(root):
-            return root
-    return None
-
-
-def find_cuda_home():
-    """The toolkit root setup.py compiles with, or None if there is none."""
-    if nvcc_mode() == "pip":
-        return find_pip_cuda()
-    return find_system_cuda() or find_pip_cuda()
-
-
-def _cuda_requires():
-    # The wheels are only worth their ~100 MB download where no toolkit is.
-    if nvcc_mode() == "pip" or find_system_cuda() is None:
-        return [PIP_CUDA]
-    return []
+import nvcc_search
 
 
 def get_requires_for_build_wheel(config_settings=None):
-    return _setuptools.get_requires_for_build_wheel(config_settings) + _cuda_requires()
+    return (_setuptools.get_requires_for_build_wheel(config_settings)
+            + nvcc_search.cuda_build_requires())
 
 
 def get_requires_for_build_editable(config_settings=None):
-    return _setuptools.get_requires_for_build_editable(config_settings) + _cuda_requires()
+    return (_setuptools.get_requires_for_build_editable(config_settings)
+            + nvcc_search.cuda_build_requires())

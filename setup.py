@@ -8,7 +8,7 @@ Environment:
                           else NVIDIA's PyPI wheels that build_backend.py adds
                           to the build requirements where no toolkit is found)
   FASTMOG_NVCC            "pip": build with those wheels even where a toolkit is
-                          installed (see build_backend.py)
+                          installed (see nvcc_search.py)
   FASTMOG_CUDA_ARCH       semicolon-separated SM numbers to build cubins for,
                           e.g. "90" or "80;90"; PTX is embedded for the last.
 """
@@ -21,28 +21,28 @@ import numpy
 from setuptools import Extension, setup
 from setuptools.command.build_ext import build_ext
 
-# The nvcc search is shared with the build backend, which sits beside this file.
+# The nvcc search is shared with the build backend; both sit beside this file.
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import build_backend  # noqa: E402
+import nvcc_search  # noqa: E402
 
 # Data-centre and desktop GPUs that CUDA 13 supports (Turing onwards).
 DEFAULT_ARCHS = "75;80;86;89;90;100;120"
 
 
 def find_cuda_home():
-    root = build_backend.find_cuda_home()
+    root = nvcc_search.find_cuda_home()
     if root:
         return root
-    if build_backend.nvcc_mode() == "pip":
+    if nvcc_search.nvcc_mode() == "pip":
         sys.exit(
             "error: FASTMOG_NVCC=pip, but NVIDIA's CUDA wheels are not installed in the\n"
             "build environment. Build with pip's build isolation (the default), or\n"
-            f"pip install \"{build_backend.PIP_CUDA}\" first."
+            f"pip install \"{nvcc_search.PIP_CUDA}\" first."
         )
     sys.exit(
         "error: fastmog needs nvcc to build, and found neither a CUDA Toolkit nor\n"
         "NVIDIA's CUDA wheels. `pip install .` fetches the wheels by itself; with\n"
-        f"--no-build-isolation, pip install \"{build_backend.PIP_CUDA}\" first, or\n"
+        f"--no-build-isolation, pip install \"{nvcc_search.PIP_CUDA}\" first, or\n"
         "install the toolkit (https://developer.nvidia.com/cuda-downloads) and set\n"
         "CUDA_HOME to its root, or put nvcc on PATH."
     )

@@ -1,7 +1,8 @@
-"""Shared test setup: the `gpu` marker turns into a skip, with the reason,
-on machines where CUDA cannot be used; the `slow` marker (soak, leak, fuzz and
-full parity sweeps) into a skip unless `--slow` is given; data sets come from
-../shared/data, .testdata/ or $FASTMOG_TEST_DATA."""
+"""Shared test setup: the `gpu` marker (declared in pyproject.toml, so this
+file, not fastmog's pytest plugin, owns it) turns into a skip, with the
+plugin's reason, on machines where CUDA cannot be used; the `slow` marker
+(soak, leak, fuzz and full parity sweeps) into a skip unless `--slow` is given;
+data sets come from ../shared/data, .testdata/ or $FASTMOG_TEST_DATA."""
 import os
 import pathlib
 
@@ -9,13 +10,9 @@ import numpy as np
 import pytest
 
 import fastmog
+from fastmog.pytest_plugin import no_gpu_reason
 
 GPU_OK = fastmog.cuda_available()
-
-
-def _no_gpu_reason():
-    status, text = fastmog._fastmog._cuda_status()
-    return f"needs a CUDA GPU: {status} ({text})"
 
 
 def pytest_addoption(parser):
@@ -25,7 +22,7 @@ def pytest_addoption(parser):
 
 
 def pytest_collection_modifyitems(config, items):
-    skip_gpu = None if GPU_OK else pytest.mark.skip(reason=_no_gpu_reason())
+    skip_gpu = None if GPU_OK else pytest.mark.skip(reason=no_gpu_reason())
     skip_slow = None if config.getoption("--slow") else \
         pytest.mark.skip(reason="slow tier: run with --slow")
     for item in items:

@@ -26,7 +26,8 @@ def _archive(var):
 def _expected():
     files = {p.relative_to(ROOT).as_posix() for pattern in SOURCES for p in ROOT.glob(pattern)}
     assert any(f.startswith("cuda/") and f.endswith(".cu") for f in files)
-    return files | set(TYPING) | {"build_backend.py", "setup.py", "pyproject.toml", "README.md"}
+    return files | set(TYPING) | {"build_backend.py", "nvcc_search.py", "setup.py",
+                                  "pyproject.toml", "README.md"}
 
 
 def test_sdist_has_every_source():

@@ -4,9 +4,6 @@ import cProfile
 import json
 import os
 import pstats
-import subprocess
-import sys
-import textwrap
 
 import numpy as np
 import pytest
@@ -49,28 +46,6 @@ def test_profile_is_per_thread():
         th.join()
         assert fastmog.active_timer() is t
     assert seen["other"] is None
-
-
-def test_gpu_benchmark_fixture_is_registered(tmp_path):
-    pytest.importorskip("pytest_benchmark")
-    bench = tmp_path / "test_bench_plugin.py"
-    bench.write_text(textwrap.dedent("""
-        import numpy as np, fastmog
-        def test_host_apply(gpu_benchmark):
-            sub = fastmog.cpu.BackgroundSubtractorMOG2()
-            frame = np.full((32, 32), 7, np.uint8)
-            gpu_benchmark.pedantic(sub.apply, args=(frame,), rounds=5, iterations=1)
-            assert gpu_benchmark.extra_info["gpu_rounds"] == 5
-            assert gpu_benchmark.extra_info["gpu_ms_max"] == 0.0   # host-only work
-    """))
-    from importlib.metadata import entry_points
-
-    installed = any(e.value == "fastmog.pytest_plugin" for e in entry_points(group="pytest11"))
-    load = [] if installed else ["-p", "fastmog.pytest_plugin"]  # a source checkout
-    out = subprocess.run([sys.executable, "-m", "pytest", "-q", *load, str(bench),
-                          "-p", "no:cacheprovider"], capture_output=True, text=True, cwd=tmp_path)
-    assert out.returncode == 0, out.stdout + out.stderr
-    assert "fastmog GPU time per round" in out.stdout
 
 
 # ---- on the GPU -----------------------------------------------------------------
