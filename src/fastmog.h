@@ -221,6 +221,15 @@ int fm_event_record(fm_state *st, fm_Event *event, fm_Stream *stream);
 
 /* ---- keepalive.c: what the GPU may still use ----------------------------- */
 
+/* A stack of reusable events, the one implementation behind the fences and
+ * the timer's timing events. Pop creates an event with `flags` when empty
+ * (`device` current, named in errors); push caches it (or destroys it). */
+int fm_event_stack_pop(fm_state *st, fm_event_stack *stack, unsigned flags, int device,
+                       cudaEvent_t *event);
+void fm_event_stack_push(fm_event_stack *stack, cudaEvent_t event);
+/* Destroys every cached event and the array. */
+void fm_event_stack_clear(fm_event_stack *stack);
+
 /* Lifetime fences: untimed events from a per-device stack; `device` must be
  * the current device. */
 int fm_fence_acquire(fm_state *st, int device, cudaEvent_t *event);

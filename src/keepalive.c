@@ -4,21 +4,22 @@
  * memory), and the pool of untimed events that fence those lifetimes. */
 #include "fastmog.h"
 
-int fm_fence_acquire(fm_state *st, int device, cudaEvent_t *event)
+/* ---- event stacks: fences here, timing events in timer.c ----------------- */
+
+int fm_event_stack_pop(fm_state *st, fm_event_stack *stack, unsigned flags, int device,
+                       cudaEvent_t *event)
 {
-    fm_event_stack *stack = &st->fences[device];
     if (stack->n > 0) {
         *event = stack->events[--stack->n];
         return 0;
     }
-    FM_CUDA_CHECK(st, cudaEventCreateWithFlags(event, cudaEventDisableTiming),
+    FM_CUDA_CHECK(st, cudaEventCreateWithFlags(event, flags),
                   "creating an event on device %d", device);
     return 0;
 }
 
-void fm_fence_release(fm_state *st, int device, cudaEvent_t event)
+void fm_event_stack_push(fm_event_stack *stack, cudaEvent_t event)
 {
-    fm_event_stack *stack = &st->fences[device];
     if (stack->n == stack->cap) {
         size_t cap = stack->cap ? 2 * stack->cap : 16;
         cudaEvent_t *grown = PyMem_Realloc(stack->events, cap * sizeof(*grown));
@@ -32,16 +33,29 @@ void fm_fence_release(fm_state *st, int device, cudaEvent_t event)
     stack->events[stack->n++] = event;
 }
 
+void fm_event_stack_clear(fm_event_stack *stack)
+{
+    for (size_t i = 0; i < stack->n; i++)
+        (void)cudaEventDestroy(stack->events[i]);
+    PyMem_Free(stack->events);
+    stack->events = NULL;
+    stack->n = stack->cap = 0;
+}
+
+int fm_fence_acquire(fm_state *st, int device, cudaEvent_t *event)
+{
+    return fm_event_stack_pop(st, &st->fences[device], cudaEventDisableTiming, device, event);
+}
+
+void fm_fence_release(fm_state *st, int device, cudaEvent_t event)
+{
+    fm_event_stack_push(&st->fences[device], event);
+}
+
 void fm_fences_clear(fm_state *st)
 {
-    for (int d = 0; d < FM_MAX_DEVICES; d++) {
-        fm_event_stack *stack = &st->fences[d];
-        for (size_t i = 0; i < stack->n; i++)
-            (void)cudaEventDestroy(stack->events[i]);
-        PyMem_Free(stack->events);
-        stack->events = NULL;
-        stack->n = stack->cap = 0;
-    }
+    for (int d = 0; d < FM_MAX_DEVICES; d++)
+        fm_event_stack_clear(&st->fences[d]);
 }
 
 int fm_stream_order(fm_state *st, int device, cudaStream_t producer, cudaStream_t consumer)
