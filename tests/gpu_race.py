@@ -29,7 +29,11 @@ def spin(stream, ms):
     if device not in _kernels:
         with cupy.cuda.Device(device):
             _kernels[device] = cupy.RawKernel(_SPIN_SOURCE, "fastmog_test_spin")
-    with cupy.cuda.Device(device), cupy.cuda.ExternalStream(stream.handle):
+    try:
+        external = cupy.cuda.Stream.from_external(stream)   # the __cuda_stream__ protocol
+    except (AttributeError, TypeError, ValueError):
+        external = cupy.cuda.ExternalStream(stream.handle)  # older CuPy
+    with cupy.cuda.Device(device), external:
         _kernels[device]((1,), (1,), (np.uint64(int(ms * 1e6)),))
 
 
