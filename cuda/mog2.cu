@@ -42,15 +42,20 @@ __device__ __forceinline__ void load_mode(const fm_mog2_model &model, size_t i, 
 // Mode 0 is read before the mode count arrives: almost every pixel uses it
 // (the model is zeroed when made), and it saves most pixels one dependent
 // round trip to memory, which is what bounds scenes with few modes.
+// The count is device state anyone holding the model's address can write:
+// it is clamped to n_mixtures (a no-op for valid state), so no value can
+// drive the kernel outside the model; a damaged count is rewritten.
 template <int C, int M>
-__device__ __forceinline__ void load_pixel(const fm_mog2_model &model, size_t i, Pixel<C, M> &px)
+__device__ __forceinline__ void load_pixel(const fm_mog2_model &model, int n_mixtures, size_t i,
+                                           Pixel<C, M> &px)
 {
     const size_t P = model.stride;
     px.valid = 0;
     px.changed = 0;
     px.weight[0] = model.weight[i];
     load_mode(model, i, 0, px);
-    px.stored = px.nmodes = model.mode_count[i];
+    px.stored = model.mode_count[i];
+    px.nmodes = min(px.stored, n_mixtures);
 #pragma unroll
     for (int k = 1; k < M; ++k)
         if (k < px.stored)
@@ -159,7 +164,7 @@ __device__ __forceinline__ void run_pixel(const fm_mog2_params &p, const fm_mog2
 {
     const size_t i = (size_t)y * model.width + x;
     Pixel<C, M> px;
-    load_pixel(model, i, px);
+    load_pixel(model, min(p.n_mixtures, model.n_mixtures), i, px);
     for (int f = 0; f < count; ++f)
         update_pixel<C, M, T>(p, frames[f], model, x, y, i, px);
     store_pixel(model, i, px);
@@ -251,7 +256,8 @@ __global__ void mog2_background_kernel(fm_mog2_params params, fm_mog2_model mode
     const size_t i = (size_t)y * model.width + x;
     float value[C];
     fm_mog2_background_pixel(&params, C, model.weight + i, model.mean + i,
-                             model.stride, model.mode_count[i], value);
+                             model.stride, min((int)model.mode_count[i], model.n_mixtures),
+                             value);
     T *row = reinterpret_cast<T *>(static_cast<char *>(out.data) + (size_t)y * out.pitch);
 #pragma unroll
     for (int c = 0; c < C; ++c) {

@@ -105,6 +105,7 @@ typedef struct fm_mog2_model {
     int width;
     int height;
     int channels;
+    int n_mixtures;     /* K the model was made for: no kernel reads beyond */
 } fm_mog2_model;
 
 /* One frame of a MOG2 update: its values (uint8 or float32, model.channels

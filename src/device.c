@@ -112,9 +112,9 @@ static int wait_until_done(fm_state *st, fm_query_fn query, void *handle,
 int fm_wait_stream(fm_state *st, fm_Stream *stream, const char *what)
 {
     /* close() from another thread must not destroy the handle meanwhile. */
-    stream->busy++;
+    stream->uses++;
     int rc = wait_until_done(st, query_stream, (void *)stream->handle, what);
-    stream->busy--;
+    stream->uses--;
     return rc;
 }
 

@@ -1,17 +1,35 @@
 /* Device memory: fastmog's stream-ordered pools and the DeviceBuffer that
  * owns one allocation (or keeps a foreign one alive).
  *
- * Allocation is stream-ordered so that a release never synchronizes the
- * device (cudaFree does): a buffer is freed with cudaFreeAsync on the last
- * stream that used it, after fences for the streams used before. The pools
- * reuse a block only once its free has completed ("opportunistic" reuse
- * alone), and fastmog allocates on the per-thread default stream; so a new
- * block is safe on every stream at once. A buffer whose last stream is gone
- * (closed) is freed on the per-thread stream, after the fences.
+ * THE RULE, owned here (as PyTorch states its allocator's stream rule at the
+ * top of CUDACachingAllocator.cpp):
  *
- * The rule, owned here: memory is released only after every stream that used
- * it has passed the point of use, ours (fm_device_buffer_use) or a consumer's
- * (fm_device_buffer_consumer_done, for DLPack exports). */
+ *   A block goes back to the pool, and a foreign owner is let go, only once
+ *   every use of the buffer on every stream has completed on the GPU.
+ *
+ * - A use is work queued on a stream (fm_device_buffer_use) or handed to a
+ *   consumer's stream (fm_device_buffer_consumer_done, DLPack exports).
+ * - When use moves to another stream, a fence (an event) is recorded on the
+ *   stream it leaves; the release records one on the last stream. The buffer
+ *   keeps the events, never the streams: a stream closed or dropped since
+ *   still has its fence waited for.
+ * - Fences are keyed by the stream's serial number, which is never reused
+ *   (an address is: a new Stream at a dropped one's address must not take
+ *   over its pending fence); a consumer's raw handle gets a fence of its own
+ *   each time.
+ * - The release queries the fences: all done, the block is freed (or the
+ *   owner dropped) at once; else the block (a capsule that frees it) or the
+ *   owner waits on the keep-alive list (keepalive.c) until they are.
+ * - So a block is never freed while anything on the GPU may touch it, and the
+ *   pool may hand it to any allocation, on any stream, at once: allocating on
+ *   the per-thread default stream and using the block on another is safe.
+ * - Work that must follow earlier uses on the GPU (FM_USE_AFTER_EARLIER: the
+ *   model and masks that calls on several streams rewrite) waits on the same
+ *   fences and on the last stream.
+ *
+ * Shown by tests/test_lifetimes_gpu.py (test_free_waits_for_closed_stream_use,
+ * test_foreign_owner_waits_for_earlier_streams,
+ * test_dropped_stream_fence_is_not_taken_over). */
 #include "fastmog.h"
 #include "docstrings.h"
 
@@ -111,8 +129,10 @@ fm_DeviceBuffer *fm_device_buffer_alloc(fm_state *st, int device, size_t size,
     void *ptr = NULL;
     cudaError_t err = cudaMallocFromPoolAsync(&ptr, size, pool, cudaStreamPerThread);
     if (err == cudaErrorMemoryAllocation) {
-        /* Cached blocks of our own may be what is in the way. */
+        /* Cached blocks of our own, or blocks whose uses are done but not
+         * yet swept, may be what is in the way. */
         (void)cudaGetLastError();
+        fm_keepalive_sweep(st);
         (void)cudaMemPoolTrimTo(pool, 0);
         err = cudaMallocFromPoolAsync(&ptr, size, pool, cudaStreamPerThread);
     }
@@ -144,16 +164,16 @@ fm_DeviceBuffer *fm_device_buffer_wrap(fm_state *st, int device, void *ptr,
 }
 
 /* Records a fence at the current end of `handle`, kept under `key` (one
- * slot per stream), for the release to wait on. */
-static int remember_use(fm_state *st, fm_DeviceBuffer *buf, const void *key,
-                        cudaStream_t handle)
+ * slot per stream serial; key 0 is never matched). */
+static int remember_use(fm_state *st, fm_DeviceBuffer *buf, uint64_t key, cudaStream_t handle)
 {
     int slot = -1;
-    for (int i = 0; i < buf->n_earlier; i++)
+    for (int i = 0; key != 0 && i < buf->n_earlier; i++)
         if (buf->earlier_streams[i] == key)
             slot = i;
     if (slot < 0 && buf->n_earlier == FM_EARLIER_STREAMS_MAX) {
-        /* Out of slots: fold the oldest fence into this stream. */
+        /* Out of slots: fold the oldest fence into this stream, whose new
+         * fence then covers it. */
         FM_CUDA_CHECK(st, cudaStreamWaitEvent(handle, buf->earlier_fences[0], 0),
                       "ordering the release of a device buffer");
         fm_fence_release(st, buf->device, buf->earlier_fences[0]);
@@ -179,8 +199,8 @@ int fm_device_buffer_consumer_done(fm_state *st, fm_DeviceBuffer *buf, cudaStrea
     fm_device_guard guard;
     if (fm_device_enter(st, buf->device, &guard) < 0)
         return -1;
-    /* Tagged in the low bit, so a raw handle never matches a Stream object. */
-    int rc = remember_use(st, buf, (const void *)((uintptr_t)consumer | 1), consumer);
+    /* A raw handle says nothing about identity: a slot of its own. */
+    int rc = remember_use(st, buf, 0, consumer);
     fm_device_exit(&guard);
     return rc;
 }
@@ -200,6 +220,7 @@ static int order_after_uses(fm_state *st, fm_DeviceBuffer *buf, cudaStream_t con
     if (wait_for_earlier_uses(st, buf, consumer) < 0)
         return -1;
     fm_Stream *last = buf->last_stream;
+    /* A closed stream was synchronized by close(). */
     if (last == NULL || last->closed)
         return 0;
     return fm_stream_order(st, buf->device, last->handle, consumer);
@@ -215,7 +236,7 @@ int fm_device_buffer_use(fm_state *st, fm_DeviceBuffer *buf, fm_Stream *stream,
         return 0;
     /* A closed stream was synchronized by close(): nothing to fence. */
     if (previous != NULL && !previous->closed
-        && remember_use(st, buf, previous, previous->handle) < 0)
+        && remember_use(st, buf, previous->serial, previous->handle) < 0)
         return -1;
     Py_INCREF(stream);
     buf->last_stream = stream;
@@ -233,38 +254,88 @@ int fm_device_buffer_order_before(fm_state *st, fm_DeviceBuffer *buf, cudaStream
     return rc;
 }
 
-/* Releases the memory (or the foreign owner) after every queued use. */
+/* A block of ours whose uses are not all done: freed when this capsule is
+ * dropped (by the keep-alive sweep, once they are). */
+static const char deferred_block_name[] = "fastmog.device_block";
+
+static void deferred_block_free(PyObject *capsule)
+{
+    void *ptr = PyCapsule_GetPointer(capsule, deferred_block_name);
+    int device = (int)(intptr_t)PyCapsule_GetContext(capsule);
+    int previous;
+    if (ptr != NULL && cudaGetDevice(&previous) == cudaSuccess) {
+        if (previous != device)
+            (void)cudaSetDevice(device);
+        (void)cudaFreeAsync(ptr, cudaStreamPerThread);
+        if (previous != device)
+            (void)cudaSetDevice(previous);
+    }
+    (void)cudaGetLastError();
+    PyErr_Clear();
+}
+
+static PyObject *deferred_block(void *ptr, int device)
+{
+    PyObject *capsule = PyCapsule_New(ptr, deferred_block_name, deferred_block_free);
+    if (capsule != NULL)
+        (void)PyCapsule_SetContext(capsule, (void *)(intptr_t)device);  /* valid: cannot fail */
+    return capsule;
+}
+
+/* Releases the memory (or the foreign owner) by the rule at the top. */
 static void buffer_release(fm_state *st, fm_DeviceBuffer *self)
 {
     fm_device_guard guard;
+    cudaEvent_t fences[FM_RELEASE_FENCES_MAX];
+    int n = 0, pending = 0;
     int have_device = fm_device_enter(st, self->device, &guard) == 0;
     if (!have_device)
         PyErr_Clear();
-    fm_Stream *last = self->last_stream;
-    int pending = last != NULL && !last->closed;
-    cudaStream_t order = pending ? last->handle : cudaStreamPerThread;
-
-    if (have_device)
-        (void)wait_for_earlier_uses(st, self, order);
-    if (PyErr_Occurred())
-        PyErr_Clear();
     for (int i = 0; i < self->n_earlier; i++)
-        fm_fence_release(st, self->device, self->earlier_fences[i]);
+        fences[n++] = self->earlier_fences[i];
     self->n_earlier = 0;
-
-    if (self->owner == NULL) {
-        if (self->ptr != NULL && have_device)
-            (void)cudaFreeAsync(self->ptr, order);
+    fm_Stream *last = self->last_stream;
+    if (have_device && last != NULL && !last->closed) {
+        cudaEvent_t fence;
+        if (fm_fence_acquire(st, self->device, &fence) == 0) {
+            if (cudaEventRecord(fence, last->handle) == cudaSuccess)
+                fences[n++] = fence;
+            else
+                fm_fence_release(st, self->device, fence);
+        }
     }
-    else if (pending && have_device) {
-        /* Foreign memory: its owner frees it, possibly at once; keep the
-         * owner until our queued work is done. */
-        if (fm_keepalive_add(st, last, self->owner) < 0)
+    for (int i = 0; i < n && have_device; i++)
+        if (cudaEventQuery(fences[i]) == cudaErrorNotReady)
+            pending = 1;
+    (void)cudaGetLastError();
+    PyErr_Clear();
+
+    PyObject *keep = NULL;  /* what waits for the fences */
+    if (self->owner != NULL) {
+        keep = self->owner;  /* its reference moves here */
+        self->owner = NULL;
+    }
+    else if (self->ptr != NULL && have_device) {
+        if (pending && (keep = deferred_block(self->ptr, self->device)) == NULL) {
+            /* No memory to defer it: wait, then free. */
             PyErr_Clear();
+            for (int i = 0; i < n; i++)
+                (void)cudaEventSynchronize(fences[i]);
+            pending = 0;
+        }
+        if (keep == NULL)
+            (void)cudaFreeAsync(self->ptr, cudaStreamPerThread);
+    }
+    if (pending && keep != NULL) {
+        fm_keepalive_add_fences(st, self->device, fences, n, keep);
+    }
+    else {
+        for (int i = 0; i < n; i++)
+            fm_fence_release(st, self->device, fences[i]);
     }
     (void)cudaGetLastError();
     self->ptr = NULL;
-    Py_CLEAR(self->owner);
+    Py_XDECREF(keep);
     Py_CLEAR(self->last_stream);
     if (have_device)
         fm_device_exit(&guard);

@@ -325,9 +325,13 @@
 
 #define FM_DOC_STREAM_WRAP PyDoc_STR( \
     "wrap($cls, obj, /, *, device=None)\n--\n\n" \
-    "Wraps a foreign CUDA stream without taking it over: `obj` is an object with\n" \
-    "the __cuda_stream__ protocol (CuPy, PyTorch, cuda.core) or a raw handle.\n" \
-    "The wrapper keeps `obj` alive; closing it never destroys the stream.")
+    "Wraps a foreign CUDA stream without taking it over: `obj` is any object\n" \
+    "that names its stream through the __cuda_stream__ protocol (cuda.core,\n" \
+    "CuPy, a fastmog.Stream), PyTorch's .cuda_stream, or a raw handle (an int).\n" \
+    "A raw handle is trusted as it is, as CuPy does: no CUDA API can validate\n" \
+    "one, and a wrong one crashes inside the driver; pass the owning object\n" \
+    "where you have it. The wrapper keeps `obj` alive; closing it never\n" \
+    "destroys the stream.")
 
 #define FM_DOC_STREAM_SYNCHRONIZE PyDoc_STR( \
     "synchronize($self, /, *, timer=None)\n--\n\n" \
@@ -351,7 +355,10 @@
 #define FM_DOC_STREAM_CLOSE PyDoc_STR( \
     "close($self, /)\n--\n\n" \
     "Waits for the work queued on this stream, then releases it (a wrapped\n" \
-    "stream is only let go of, never destroyed). Idempotent.")
+    "stream is only let go of, never destroyed). Idempotent: a close() begun\n" \
+    "in another thread is waited for. ValueError while another call holds the\n" \
+    "stream (a wait, a staging copy, a subtractor's lock); a closing stream is\n" \
+    "refused by every call, as a closed one is.")
 
 #define FM_DOC_STREAM_CUDA_STREAM PyDoc_STR( \
     "__cuda_stream__($self, /)\n--\n\n" \
@@ -393,6 +400,8 @@
     "PyNvVideoCodec planes, ...), an object whose cuda() gives one (or a list\n" \
     "of planes: the first is taken), or a fastmog.DevicePointer. `stream` is\n" \
     "made to wait (on the GPU) for the producer's pending work as the producer\n" \
-    "declares it.")
+    "declares it (a CUDA Array Interface `stream` is a raw handle, trusted as it\n" \
+    "is). The producer's shape and strides must lie inside the one device\n" \
+    "allocation its pointer is in (ValueError otherwise).")
 
 #endif

@@ -44,9 +44,15 @@ typedef struct fm_pinned_pool {
     size_t n_host_allocs;           /* cudaHostAlloc calls so far */
 } fm_pinned_pool;
 
-/* An object kept alive until the GPU work recorded by `event` is done. */
+/* Fences of one pending release: every stream a buffer was used on, and
+ * the release itself. */
+#define FM_EARLIER_STREAMS_MAX 4
+#define FM_RELEASE_FENCES_MAX (FM_EARLIER_STREAMS_MAX + 1)
+
+/* An object kept alive until the GPU work recorded by its events is done. */
 typedef struct fm_pending_release {
-    cudaEvent_t event;
+    cudaEvent_t events[FM_RELEASE_FENCES_MAX];
+    int n_events;
     int device;
     PyObject *obj;                  /* strong reference */
 } fm_pending_release;
@@ -86,6 +92,9 @@ typedef struct fm_state {
     fm_keepalive keepalive;
     fm_event_stack fences[FM_MAX_DEVICES];
     cudaMemPool_t device_pools[FM_MAX_DEVICES];  /* created on first use */
+    uint64_t next_stream_serial;    /* fm_Stream.serial of the next stream */
+    void *mem_get_address_range;    /* the driver's cuMemGetAddressRange, found
+                                       on first use (interop.c) */
 } fm_state;
 
 extern PyModuleDef fm_module_def;
@@ -187,7 +196,9 @@ struct fm_Stream {
     int device;
     int owned;          /* created here: destroyed by close/dealloc */
     int closed;
-    int busy;           /* calls inside a wait on it: close() refuses */
+    int closing;        /* close() is waiting for it: as good as closed */
+    int uses;           /* calls holding it (fm_stream_hold): close() refuses */
+    uint64_t serial;    /* never reused: what fences are keyed by */
     PyObject *owner;    /* keeps a wrapped foreign stream alive, or NULL */
 };
 
@@ -196,6 +207,13 @@ extern PyType_Spec fm_stream_spec;
 /* Validates a `stream=` argument: present, a fastmog.Stream, open, and on
  * `device` (or any device when device < 0). Returns a borrowed reference. */
 fm_Stream *fm_require_stream(fm_state *st, PyObject *arg, int device);
+
+/* The rule of stream.c: a call that may release the GIL (a wait, staging, a
+ * lock, a producer's Python code) between checking its stream and queuing
+ * work holds the stream; close() refuses while it is held. Hold: ValueError
+ * if the stream is closed or closing; takes a reference. Unhold: drops it. */
+int fm_stream_hold(fm_Stream *stream);
+void fm_stream_unhold(fm_Stream *stream);
 
 /* ---- event.c ----------------------------------------------------------- */
 
@@ -221,6 +239,15 @@ int fm_event_record(fm_state *st, fm_Event *event, fm_Stream *stream);
 
 /* ---- keepalive.c: what the GPU may still use ----------------------------- */
 
+/* A stack of reusable events, the one implementation behind the fences and
+ * the timer's timing events. Pop creates an event with `flags` when empty
+ * (`device` current, named in errors); push caches it (or destroys it). */
+int fm_event_stack_pop(fm_state *st, fm_event_stack *stack, unsigned flags, int device,
+                       cudaEvent_t *event);
+void fm_event_stack_push(fm_event_stack *stack, cudaEvent_t event);
+/* Destroys every cached event and the array. */
+void fm_event_stack_clear(fm_event_stack *stack);
+
 /* Lifetime fences: untimed events from a per-device stack; `device` must be
  * the current device. */
 int fm_fence_acquire(fm_state *st, int device, cudaEvent_t *event);
@@ -233,6 +260,11 @@ int fm_stream_order(fm_state *st, int device, cudaStream_t producer, cudaStream_
 
 /* Keeps `obj` alive until the work queued so far on `stream` is done. */
 int fm_keepalive_add(fm_state *st, fm_Stream *stream, PyObject *obj);
+/* Keeps `obj` alive until every one of `n` fences (recorded events from the
+ * fence stack of `device`, owned from here on, returned to it when done) has
+ * completed. Never fails: with no memory left it waits for the fences. */
+void fm_keepalive_add_fences(fm_state *st, int device, const cudaEvent_t *fences, int n,
+                             PyObject *obj);
 /* Releases the objects whose work is done. Never raises. */
 void fm_keepalive_sweep(fm_state *st);
 /* At module teardown: waits for each object's work, then drops it. */
@@ -425,8 +457,6 @@ static inline size_t fm_image_row_bytes(const fm_image_shape *s)
 
 /* ---- devmem.c ---------------------------------------------------------- */
 
-#define FM_EARLIER_STREAMS_MAX 4
-
 /* One device allocation, or a foreign one kept alive through its owner.
  * Several GpuMats (ROI views) and DLPack capsules may share it. */
 typedef struct fm_DeviceBuffer {
@@ -437,9 +467,10 @@ typedef struct fm_DeviceBuffer {
     PyObject *owner;            /* foreign memory: its owner; NULL if ours */
     fm_Stream *last_stream;     /* stream of the latest queued use, or NULL */
     /* Fences after the uses on earlier streams, each recorded when use moved
-     * to another stream; identity only, never dereferenced. */
+     * to another stream, keyed by the stream's serial (never reused; 0: a
+     * consumer's raw handle, never matched). */
     int n_earlier;
-    const void *earlier_streams[FM_EARLIER_STREAMS_MAX];
+    uint64_t earlier_streams[FM_EARLIER_STREAMS_MAX];
     cudaEvent_t earlier_fences[FM_EARLIER_STREAMS_MAX];
 } fm_DeviceBuffer;
 

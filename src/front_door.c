@@ -118,12 +118,17 @@ static PyObject *asgpumat(PyObject *module, PyObject *args, PyObject *kwargs)
         return given != NULL && fm_check_same_device(given, stream->device, "obj") == 0
                    ? Py_NewRef(obj) : NULL;
     }
-    if (fm_device_enter(st, stream->device, &guard) < 0)
+    /* Held: the producer's code may release the GIL (stream.c's rule). */
+    if (fm_stream_hold(stream) < 0)
         return NULL;
-    fm_GpuMat *m = fm_as_device_image(st, obj, "obj", &fm_gpumat_rule, stream, NULL, NULL);
-    if (m != NULL && fm_device_buffer_use(st, m->buffer, stream, FM_USE_RELEASE_AFTER) < 0)
-        Py_CLEAR(m);
-    fm_device_exit(&guard);
+    fm_GpuMat *m = NULL;
+    if (fm_device_enter(st, stream->device, &guard) == 0) {
+        m = fm_as_device_image(st, obj, "obj", &fm_gpumat_rule, stream, NULL, NULL);
+        if (m != NULL && fm_device_buffer_use(st, m->buffer, stream, FM_USE_RELEASE_AFTER) < 0)
+            Py_CLEAR(m);
+        fm_device_exit(&guard);
+    }
+    fm_stream_unhold(stream);
     return (PyObject *)m;
 }
 

@@ -150,20 +150,36 @@ static fm_GpuMat *open_on_stream(fm_state *st, PyObject *op, PyObject *stream_ar
     return *stream != NULL ? m : NULL;
 }
 
-/* Starts the timed call of a method on an image of `shape`, then enters
- * `device`; if that fails, ends the call. 0, or -1 with an exception set. */
+/* Holds `stream` (stream.c's rule: staging and waits release the GIL),
+ * starts the timed call of a method on an image of `shape`, then enters
+ * `device`; if that fails, undoes it all. 0, or -1 with an exception set.
+ * end_on_device() undoes it after the work. */
 static int begin_on_device(fm_state *st, fm_call *call, const char *name, const char *activity,
                            PyObject *timer, fm_Stream *stream, const fm_image_shape *shape,
                            int device, fm_device_guard *guard)
 {
-    if (fm_call_begin(st, call, name, activity, timer, stream, shape->height, shape->width,
-                      shape->channels) < 0)
+    if (fm_stream_hold(stream) < 0)
         return -1;
+    if (fm_call_begin(st, call, name, activity, timer, stream, shape->height, shape->width,
+                      shape->channels) < 0) {
+        fm_stream_unhold(stream);
+        return -1;
+    }
     if (fm_device_enter(st, device, guard) < 0) {
         (void)fm_call_end(st, call, NULL);
+        fm_stream_unhold(stream);
         return -1;
     }
     return 0;
+}
+
+static PyObject *end_on_device(fm_state *st, fm_call *call, fm_device_guard *guard,
+                               fm_Stream *stream, PyObject *result)
+{
+    fm_device_exit(guard);
+    result = fm_call_end(st, call, result);
+    fm_stream_unhold(stream);
+    return result;
 }
 
 /* The timed "GpuMat.upload" call that upload() and from_array() make: copies
@@ -180,8 +196,7 @@ static fm_GpuMat *upload_call(fm_state *st, fm_GpuMat *m, const fm_host_image *s
     m = m != NULL ? (fm_GpuMat *)Py_NewRef(m) : fm_gpumat_new(st, device, &src->shape);
     if (m != NULL && fm_upload(st, m, src, stream, FM_USE_RELEASE_AFTER, &call) < 0)
         Py_CLEAR(m);
-    fm_device_exit(&guard);
-    return (fm_GpuMat *)fm_call_end(st, &call, (PyObject *)m);
+    return (fm_GpuMat *)end_on_device(st, &call, &guard, stream, (PyObject *)m);
 }
 
 /* The rule a host array must meet to be copied into or out of `m`. */
@@ -261,8 +276,7 @@ static PyObject *GpuMat_download(PyObject *op, PyObject *args, PyObject *kwargs)
         return NULL;
     PyObject *result = fm_download(st, m, out_arg != Py_None ? &dst : NULL, blocking, stream,
                                    &call);
-    fm_device_exit(&guard);
-    return fm_call_end(st, &call, result);
+    return end_on_device(st, &call, &guard, stream, result);
 }
 
 static PyObject *GpuMat_copy_to(PyObject *op, PyObject *args, PyObject *kwargs)
@@ -316,8 +330,7 @@ static PyObject *GpuMat_copy_to(PyObject *op, PyObject *args, PyObject *kwargs)
                             : fm_cuda_fail(st, err, "copying a %dx%dx%d image", src->shape.height,
                                            src->shape.width, src->shape.channels);
 done:
-    fm_device_exit(&guard);
-    return fm_call_end(st, &call, rc == 0 ? Py_NewRef(Py_None) : NULL);
+    return end_on_device(st, &call, &guard, stream, rc == 0 ? Py_NewRef(Py_None) : NULL);
 }
 
 /* Stores `value` as one value of `type_num`, refusing values it cannot hold. */
@@ -409,8 +422,7 @@ static PyObject *GpuMat_fill(PyObject *op, PyObject *args, PyObject *kwargs)
         else
             (void)fm_call_gpu_end(st, &call);
     }
-    fm_device_exit(&guard);
-    return fm_call_end(st, &call, PyErr_Occurred() ? NULL : Py_NewRef(Py_None));
+    return end_on_device(st, &call, &guard, stream, PyErr_Occurred() ? NULL : Py_NewRef(Py_None));
 }
 
 /* ---- views ------------------------------------------------------------- */
@@ -637,7 +649,9 @@ static PyMethodDef GpuMat_methods[] = {
      METH_VARARGS | METH_KEYWORDS,
      "__dlpack__($self, /, *, stream=None, max_version=None, dl_device=None, copy=None)\n--\n\n"
      "DLPack export, zero-copy. The consumer's `stream` is made to wait (on the\n"
-     "GPU) for the work queued on this image; the host never waits."},
+     "GPU) for the work queued on this image; the host never waits. `stream` is\n"
+     "a raw handle (1: legacy default, 2: per-thread default, -1: no ordering)\n"
+     "and is trusted as it is, as CuPy does: no CUDA API can validate one."},
     {"__dlpack_device__", fm_gpumat_dlpack_device, METH_NOARGS,
      "__dlpack_device__($self, /)\n--\n\n(kDLCUDA, device)."},
     {"_repr_html_", GpuMat_repr_html, METH_NOARGS, FM_DOC_GPUMAT_REPR_HTML},

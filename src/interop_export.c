@@ -13,6 +13,15 @@ PyObject *fm_gpumat_cuda_array_interface(PyObject *self, void *Py_UNUSED(closure
     fm_GpuMat *m = fm_gpumat_check_open(fm_state_of(self), self, "self");
     if (m == NULL)
         return NULL;
+    if (m->shape.readonly) {
+        /* Consumers ignore the interface's read-only flag (CuPy writes), so a
+         * read-only view has no interface at all: AttributeError makes
+         * hasattr() false and consumers go on to versioned DLPack. */
+        PyErr_SetString(PyExc_AttributeError,
+                        "a read-only GpuMat has no __cuda_array_interface__ (consumers ignore "
+                        "its read-only flag): use __dlpack__(max_version=(1, 0)) or download()");
+        return NULL;
+    }
     PyObject *shape = NULL, *strides = NULL, *typestr = NULL, *descr = NULL;
     PyObject *stream = NULL, *result = NULL;
 

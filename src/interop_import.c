@@ -23,6 +23,49 @@ static void compact_strides(foreign_view *v)
     }
 }
 
+/* The driver's cuMemGetAddressRange (v2, CUDA 3.2+: 64-bit sizes). */
+typedef int (*mem_range_fn)(unsigned long long *base, size_t *size, unsigned long long ptr);
+
+/* Checks that `extent` bytes from `first` lie inside the one allocation
+ * `first` is in, before any work is queued over them: a producer's claimed
+ * shape is otherwise trusted up to its base pointer only. The driver knows
+ * the allocation; fastmog links the runtime statically, so the driver call
+ * is found through the runtime's entry-point query. ValueError if not. */
+static int check_within_allocation(fm_state *st, const char *first, size_t extent,
+                                   const char *argname)
+{
+    mem_range_fn range = (mem_range_fn)st->mem_get_address_range;
+    if (range == NULL) {
+        void *fn = NULL;
+        enum cudaDriverEntryPointQueryResult found = cudaDriverEntryPointSymbolNotFound;
+#if CUDART_VERSION >= 12050
+        cudaError_t err = cudaGetDriverEntryPointByVersion("cuMemGetAddressRange", &fn, 3020,
+                                                           cudaEnableDefault, &found);
+#else
+        cudaError_t err = cudaGetDriverEntryPoint("cuMemGetAddressRange", &fn,
+                                                  cudaEnableDefault, &found);
+#endif
+        if (err != cudaSuccess || found != cudaDriverEntryPointSuccess || fn == NULL)
+            return fm_cuda_fail(st, err != cudaSuccess ? err : cudaErrorSymbolNotFound,
+                                "finding the driver's cuMemGetAddressRange");
+        st->mem_get_address_range = fn;
+        range = (mem_range_fn)fn;
+    }
+    unsigned long long base = 0;
+    size_t size = 0;
+    int rc = range(&base, &size, (unsigned long long)(uintptr_t)first);
+    unsigned long long at = (unsigned long long)(uintptr_t)first;
+    if (rc != 0 || at < base || at - base > size || extent > size - (size_t)(at - base)) {
+        PyErr_Format(PyExc_ValueError,
+                     "%s claims %zu bytes from %p, beyond the device allocation it lies in "
+                     "(%zu bytes from %p)%s", argname, extent, (const void *)first,
+                     rc == 0 ? size : (size_t)0, (void *)(uintptr_t)base,
+                     rc == 0 ? "" : ": the driver knows no allocation there");
+        return -1;
+    }
+    return 0;
+}
+
 /* Checks the view as an image and wraps it, keeping `owner` alive. */
 static fm_GpuMat *view_from_foreign(fm_state *st, foreign_view *v, PyObject *owner,
                                     const char *argname)
@@ -63,7 +106,14 @@ static fm_GpuMat *view_from_foreign(fm_state *st, foreign_view *v, PyObject *own
         PyErr_Format(PyExc_ValueError, "%s is not in device memory", argname);
         return NULL;
     }
-    size_t size = (size_t)v->strides[0] * (size_t)(shape.height - 1) + (size_t)row_bytes;
+    size_t size;
+    if (__builtin_mul_overflow((size_t)v->strides[0], (size_t)(shape.height - 1), &size)
+        || __builtin_add_overflow(size, (size_t)row_bytes, &size)) {
+        PyErr_Format(PyExc_ValueError, "%s's extent does not fit in memory", argname);
+        return NULL;
+    }
+    if (check_within_allocation(st, v->data, size, argname) < 0)
+        return NULL;
     fm_DeviceBuffer *buffer = fm_device_buffer_wrap(st, attr.device, v->data, size, owner);
     if (buffer == NULL)
         return NULL;

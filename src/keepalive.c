@@ -4,21 +4,22 @@
  * memory), and the pool of untimed events that fence those lifetimes. */
 #include "fastmog.h"
 
-int fm_fence_acquire(fm_state *st, int device, cudaEvent_t *event)
+/* ---- event stacks: fences here, timing events in timer.c ----------------- */
+
+int fm_event_stack_pop(fm_state *st, fm_event_stack *stack, unsigned flags, int device,
+                       cudaEvent_t *event)
 {
-    fm_event_stack *stack = &st->fences[device];
     if (stack->n > 0) {
         *event = stack->events[--stack->n];
         return 0;
     }
-    FM_CUDA_CHECK(st, cudaEventCreateWithFlags(event, cudaEventDisableTiming),
+    FM_CUDA_CHECK(st, cudaEventCreateWithFlags(event, flags),
                   "creating an event on device %d", device);
     return 0;
 }
 
-void fm_fence_release(fm_state *st, int device, cudaEvent_t event)
+void fm_event_stack_push(fm_event_stack *stack, cudaEvent_t event)
 {
-    fm_event_stack *stack = &st->fences[device];
     if (stack->n == stack->cap) {
         size_t cap = stack->cap ? 2 * stack->cap : 16;
         cudaEvent_t *grown = PyMem_Realloc(stack->events, cap * sizeof(*grown));
@@ -32,16 +33,29 @@ void fm_fence_release(fm_state *st, int device, cudaEvent_t event)
     stack->events[stack->n++] = event;
 }
 
+void fm_event_stack_clear(fm_event_stack *stack)
+{
+    for (size_t i = 0; i < stack->n; i++)
+        (void)cudaEventDestroy(stack->events[i]);
+    PyMem_Free(stack->events);
+    stack->events = NULL;
+    stack->n = stack->cap = 0;
+}
+
+int fm_fence_acquire(fm_state *st, int device, cudaEvent_t *event)
+{
+    return fm_event_stack_pop(st, &st->fences[device], cudaEventDisableTiming, device, event);
+}
+
+void fm_fence_release(fm_state *st, int device, cudaEvent_t event)
+{
+    fm_event_stack_push(&st->fences[device], event);
+}
+
 void fm_fences_clear(fm_state *st)
 {
-    for (int d = 0; d < FM_MAX_DEVICES; d++) {
-        fm_event_stack *stack = &st->fences[d];
-        for (size_t i = 0; i < stack->n; i++)
-            (void)cudaEventDestroy(stack->events[i]);
-        PyMem_Free(stack->events);
-        stack->events = NULL;
-        stack->n = stack->cap = 0;
-    }
+    for (int d = 0; d < FM_MAX_DEVICES; d++)
+        fm_event_stack_clear(&st->fences[d]);
 }
 
 int fm_stream_order(fm_state *st, int device, cudaStream_t producer, cudaStream_t consumer)
@@ -63,21 +77,28 @@ int fm_stream_order(fm_state *st, int device, cudaStream_t producer, cudaStream_
 
 /* ---- keep-alive list ------------------------------------------------------ */
 
+static int keepalive_reserve(fm_keepalive *list)
+{
+    if (list->n < list->cap)
+        return 0;
+    size_t cap = list->cap ? 2 * list->cap : 32;
+    fm_pending_release *grown = PyMem_Realloc(list->items, cap * sizeof(*grown));
+    if (grown == NULL)
+        return -1;
+    list->items = grown;
+    list->cap = cap;
+    return 0;
+}
+
 int fm_keepalive_add(fm_state *st, fm_Stream *stream, PyObject *obj)
 {
     fm_keepalive *list = &st->keepalive;
     cudaEvent_t event;
 
     fm_keepalive_sweep(st);
-    if (list->n == list->cap) {
-        size_t cap = list->cap ? 2 * list->cap : 32;
-        fm_pending_release *grown = PyMem_Realloc(list->items, cap * sizeof(*grown));
-        if (grown == NULL) {
-            PyErr_NoMemory();
-            return -1;
-        }
-        list->items = grown;
-        list->cap = cap;
+    if (keepalive_reserve(list) < 0) {
+        PyErr_NoMemory();
+        return -1;
     }
     /* The caller has made stream->device current. */
     if (fm_fence_acquire(st, stream->device, &event) < 0)
@@ -88,10 +109,33 @@ int fm_keepalive_add(fm_state *st, fm_Stream *stream, PyObject *obj)
         return fm_cuda_fail(st, err, "recording when a buffer may be released");
     }
     fm_pending_release *item = &list->items[list->n++];
-    item->event = event;
+    item->events[0] = event;
+    item->n_events = 1;
     item->device = stream->device;
     item->obj = Py_NewRef(obj);
     return 0;
+}
+
+void fm_keepalive_add_fences(fm_state *st, int device, const cudaEvent_t *fences, int n,
+                             PyObject *obj)
+{
+    fm_keepalive *list = &st->keepalive;
+    fm_keepalive_sweep(st);
+    if (keepalive_reserve(list) < 0) {
+        /* No room to remember them: wait here rather than release early. */
+        for (int i = 0; i < n; i++) {
+            (void)cudaEventSynchronize(fences[i]);
+            fm_fence_release(st, device, fences[i]);
+        }
+        (void)cudaGetLastError();
+        return;  /* the caller drops obj */
+    }
+    fm_pending_release *item = &list->items[list->n++];
+    for (int i = 0; i < n; i++)
+        item->events[i] = fences[i];
+    item->n_events = n;
+    item->device = device;
+    item->obj = Py_NewRef(obj);
 }
 
 void fm_keepalive_sweep(fm_state *st)
@@ -107,7 +151,9 @@ void fm_keepalive_sweep(fm_state *st)
     size_t n_done = 0, kept = 0;
     for (size_t i = 0; i < list->n; i++) {
         fm_pending_release item = list->items[i];
-        cudaError_t err = n_done < BATCH ? cudaEventQuery(item.event) : cudaErrorNotReady;
+        cudaError_t err = n_done < BATCH ? cudaSuccess : cudaErrorNotReady;
+        for (int e = 0; e < item.n_events && err != cudaErrorNotReady; e++)
+            err = cudaEventQuery(item.events[e]);
         if (err == cudaErrorNotReady) {
             list->items[kept++] = item;
             continue;
@@ -115,7 +161,8 @@ void fm_keepalive_sweep(fm_state *st)
         /* Done, or the context is broken and the work will never run:
          * either way nothing on the GPU will touch the object again. */
         (void)cudaGetLastError();
-        fm_fence_release(st, item.device, item.event);
+        for (int e = 0; e < item.n_events; e++)
+            fm_fence_release(st, item.device, item.events[e]);
         done[n_done++] = item.obj;
     }
     list->n = kept;
@@ -132,8 +179,10 @@ void fm_keepalive_clear(fm_state *st)
     list->n = list->cap = 0;
     for (size_t i = 0; i < n; i++) {
         /* Teardown may wait: the GPU could still be reading the memory. */
-        (void)cudaEventSynchronize(items[i].event);
-        (void)cudaEventDestroy(items[i].event);
+        for (int e = 0; e < items[i].n_events; e++) {
+            (void)cudaEventSynchronize(items[i].events[e]);
+            (void)cudaEventDestroy(items[i].events[e]);
+        }
         Py_DECREF(items[i].obj);
     }
     PyMem_Free(items);

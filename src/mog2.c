@@ -123,26 +123,62 @@ static void release_images(frame_images *images, int count)
     }
 }
 
+/* The names of frame argument `index` of a call and of its known-foreground
+ * mask, for messages (`index` < 0: the call's only frame). */
+static void frame_names(int index, char *name, size_t name_size, char *known_name,
+                        size_t known_size)
+{
+    snprintf(name, name_size, index < 0 ? "frame" : "frames[%d]", index);
+    snprintf(known_name, known_size, index < 0 ? "known_foreground" : "known_foreground[%d]",
+             index);
+}
+
+/* Resolves the device memory of a frame argument (and of its known mask)
+ * that is not a numpy array: a GpuMat or a producer's memory. Runs BEFORE
+ * the subtractor's lock is taken, because a producer's __dlpack__ or
+ * __cuda_array_interface__ may call back into the same subtractor. Checked
+ * against the rules later, by stage_frame, under the lock. */
+static int resolve_foreign(fm_state *st, PyObject *frame_arg, PyObject *known_arg, int index,
+                           fm_Stream *stream, PyObject *timer, frame_images *out)
+{
+    char name[48], known_name[64];
+    frame_names(index, name, sizeof name, known_name, sizeof known_name);
+    if (!PyArray_Check(frame_arg)
+        && (out->frame = fm_as_device_image(st, frame_arg, name, NULL, stream, NULL,
+                                            timer)) == NULL)
+        return -1;
+    if (known_arg != Py_None && !PyArray_Check(known_arg)
+        && (out->known = fm_as_device_image(st, known_arg, known_name, NULL, stream, NULL,
+                                            timer)) == NULL)
+        return -1;
+    return 0;
+}
+
 /* Brings the frame argument `index` of a call (and its known-foreground mask;
  * None: none) onto the device through staging slot `slot`, checked: against
  * the frame rule, or against `first`, the batch's first frame. `index` < 0:
- * the call's only frame. The lock is held. */
+ * the call's only frame. Device memory was resolved by resolve_foreign and
+ * is only checked here. The lock is held. */
 static int stage_frame(fm_state *st, fm_MOG2 *self, PyObject *frame_arg, PyObject *known_arg,
                        int index, int slot, const fm_image_shape *first, fm_Stream *stream,
                        PyObject *timer, frame_images *out)
 {
     char name[48], known_name[64];
-    snprintf(name, sizeof name, index < 0 ? "frame" : "frames[%d]", index);
-    snprintf(known_name, sizeof known_name,
-             index < 0 ? "known_foreground" : "known_foreground[%d]", index);
+    frame_names(index, name, sizeof name, known_name, sizeof known_name);
     fm_image_rule rule = first != NULL ? fm_mog2_batch_frame_rule(first) : fm_mog2_frame_rule();
-    out->frame = fm_as_device_image(st, frame_arg, name, &rule, stream,
-                                     &self->staging[2 * slot], timer);
-    if (out->frame == NULL)
+    if (out->frame != NULL) {
+        if (fm_image_rule_check(&rule, &out->frame->shape, name) < 0)
+            return -1;
+    }
+    else if ((out->frame = fm_as_device_image(st, frame_arg, name, &rule, stream,
+                                              &self->staging[2 * slot], timer)) == NULL) {
         return -1;
+    }
     if (known_arg == Py_None)
         return 0;
     fm_image_rule mask_rule = fm_mog2_mask_rule(&out->frame->shape, 0);
+    if (out->known != NULL)
+        return fm_image_rule_check(&mask_rule, &out->known->shape, known_name);
     out->known = fm_as_device_image(st, known_arg, known_name, &mask_rule, stream,
                                     &self->staging[2 * slot + 1], timer);
     return out->known == NULL ? -1 : 0;
@@ -281,6 +317,13 @@ static PyObject *apply_frames(PyObject *op, PyObject *args, PyObject *kwargs, in
         return NULL;
     fm_Stream *stream = a.stream;
     const int count = seq.count;
+    /* Held through the call (stream.c's rule): the lock wait, staging and
+     * producers release the GIL. Parsing may have run Python code (a
+     * learning rate's __float__): the hold refuses a stream closed since. */
+    if (fm_stream_hold(stream) < 0) {
+        stream = NULL;
+        goto out;
+    }
     if (count == 0) {
         result = PyTuple_New(0);
         goto out;
@@ -301,6 +344,10 @@ static PyObject *apply_frames(PyObject *op, PyObject *args, PyObject *kwargs, in
         goto out;
     if (fm_device_enter(st, self->device, &guard) < 0)
         goto end_call;
+    for (int k = 0; k < count; ++k)
+        if (resolve_foreign(st, fm_mog2_item(&seq, seq.frames, k), fm_mog2_item(&seq, seq.known, k),
+                            fm_mog2_index(&seq, k), stream, a.timer, &images[k]) < 0)
+            goto exit_device;
     if (fm_mog2_lock_open(&self->base) < 0)
         goto exit_device;
     if (reserve_staging(self, count) < 0)
@@ -343,6 +390,8 @@ out:
         PyMem_Free(images);
     if (steps != &one_step)
         PyMem_Free(steps);
+    if (stream != NULL)
+        fm_stream_unhold(stream);
     fm_mog2_sequences_clear(&seq);
     return result;
 }
@@ -436,6 +485,7 @@ static PyObject *apply_cameras(PyObject *module, PyObject *args, PyObject *kwarg
     PyObject *subs_arg, *frames_arg, *rate_arg = NULL, *stream_arg = NULL;
     PyObject *fgmasks_arg = Py_None, *known_arg = Py_None, *timer = NULL, *result = NULL;
     PyObject *subs = NULL;
+    fm_Stream *held = NULL;         /* the stream, held through the call */
     fm_mog2_sequences seq = {NULL, NULL, NULL, 0, 0};
     camera_call *cams = NULL;
     fm_MOG2Base **bases = NULL;     /* [0, n): call order; [n, 2n): lock order */
@@ -472,8 +522,10 @@ static PyObject *apply_cameras(PyObject *module, PyObject *args, PyObject *kwarg
         }
     }
     fm_Stream *stream = fm_require_stream(st, stream_arg, count > 0 ? cams[0].sub->device : -1);
-    if (stream == NULL)
+    /* Held through the call (stream.c's rule). */
+    if (stream == NULL || fm_stream_hold(stream) < 0)
         goto out;
+    held = stream;
     if (count == 0) {
         result = PyTuple_New(0);
         goto out;
@@ -484,7 +536,13 @@ static PyObject *apply_cameras(PyObject *module, PyObject *args, PyObject *kwarg
                       h > 0 ? h : -1, w, c) < 0)
         goto out;
     if (fm_device_enter(st, cams[0].sub->device, &guard) == 0) {
-        if (fm_mog2_lock_all(bases + count, count) == 0) {
+        int resolved = 0;
+        while (resolved < count
+               && resolve_foreign(st, fm_mog2_item(&seq, seq.frames, resolved),
+                                  fm_mog2_item(&seq, seq.known, resolved), resolved, stream,
+                                  timer, &cams[resolved].images) == 0)
+            resolved++;
+        if (resolved == count && fm_mog2_lock_all(bases + count, count) == 0) {
             result = cameras_locked(st, cams, &seq, stream, timer, &call);
             fm_mog2_unlock_all(bases + count, count);
         }
@@ -494,6 +552,8 @@ static PyObject *apply_cameras(PyObject *module, PyObject *args, PyObject *kwarg
         release_images(&cams[k].images, 1);
     result = fm_call_end(st, &call, result);
 out:
+    if (held != NULL)
+        fm_stream_unhold(held);
     PyMem_Free(cams);
     PyMem_Free(bases);
     PyMem_Free(rates);
@@ -508,22 +568,34 @@ PyMethodDef fm_mog2_methods_module[] = {
     {NULL, NULL, 0, NULL},
 };
 
+static PyObject *background_held(fm_state *st, fm_MOG2 *self, fm_Stream *stream,
+                                 PyObject *out_arg, PyObject *timer);
+
 static PyObject *MOG2_get_background_image(PyObject *op, PyObject *args, PyObject *kwargs)
 {
     static char *kwlist[] = {"stream", "out", "timer", NULL};
     fm_state *st = fm_state_of(op);
     fm_MOG2 *self = (fm_MOG2 *)op;
     PyObject *stream_arg = NULL, *out_arg = Py_None, *timer = NULL;
-    fm_GpuMat *out = NULL;
-    fm_device_guard guard;
-    fm_call call;
 
     if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|$OOO:get_background_image", kwlist,
                                      &stream_arg, &out_arg, &timer))
         return NULL;
     fm_Stream *stream = fm_require_stream(st, stream_arg, self->device);
-    if (stream == NULL)
+    /* Held through the call (stream.c's rule): the lock wait releases the GIL. */
+    if (stream == NULL || fm_stream_hold(stream) < 0)
         return NULL;
+    PyObject *result = background_held(st, self, stream, out_arg, timer);
+    fm_stream_unhold(stream);
+    return result;
+}
+
+static PyObject *background_held(fm_state *st, fm_MOG2 *self, fm_Stream *stream,
+                                 PyObject *out_arg, PyObject *timer)
+{
+    fm_GpuMat *out = NULL;
+    fm_device_guard guard;
+    fm_call call;
     const fm_mog2_geometry shown = self->base.geometry;
     if (fm_call_begin(st, &call, "BackgroundSubtractorMOG2.get_background_image",
                       "kernel mog2_background", timer, stream, shown.height, shown.width,

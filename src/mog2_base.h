@@ -226,6 +226,7 @@ static inline fm_mog2_model fm_mog2_model_at(void *base, const fm_mog2_geometry 
     m.width = g->width;
     m.height = g->height;
     m.channels = g->channels;
+    m.n_mixtures = g->n_mixtures;
     return m;
 }
 

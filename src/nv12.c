@@ -85,12 +85,18 @@ static PyObject *convert(PyObject *module, PyObject *args, PyObject *kwargs, con
         || (PyArray_Check(uv_arg) && fm_host_image_check(uv_arg, "uv", &chroma_rule, &host) < 0))
         return NULL;
     fm_Stream *stream = fm_require_stream(st, stream_arg, -1);
-    if (stream == NULL)
+    /* Held through the call: a producer's code may release the GIL. */
+    if (stream == NULL || fm_stream_hold(stream) < 0)
         return NULL;
-    if (fm_call_begin(st, &call, fname, "kernel nv12_to_bgr", timer, stream, -1, 0, 0) < 0)
+    if (fm_call_begin(st, &call, fname, "kernel nv12_to_bgr", timer, stream, -1, 0, 0) < 0) {
+        fm_stream_unhold(stream);
         return NULL;
-    if (fm_device_enter(st, stream->device, &guard) < 0)
-        return fm_call_end(st, &call, NULL);
+    }
+    if (fm_device_enter(st, stream->device, &guard) < 0) {
+        PyObject *none = fm_call_end(st, &call, NULL);
+        fm_stream_unhold(stream);
+        return none;
+    }
     if ((y = fm_as_device_image(st, y_arg, "y", y_rule, stream, NULL, timer)) == NULL)
         goto done;
     fm_image yi, uvi;
@@ -152,7 +158,9 @@ done:
     Py_XDECREF(uv);
     if (PyErr_Occurred())
         Py_CLEAR(out);
-    return fm_call_end(st, &call, (PyObject *)out);
+    PyObject *result = fm_call_end(st, &call, (PyObject *)out);
+    fm_stream_unhold(stream);
+    return result;
 }
 
 static PyObject *nv12_to_bgr(PyObject *module, PyObject *args, PyObject *kwargs)

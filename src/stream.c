@@ -1,8 +1,28 @@
-/* fastmog.Stream: an owned or wrapped CUDA stream. */
+/* fastmog.Stream: an owned or wrapped CUDA stream.
+ *
+ * THE RULE, owned here: a stream's handle is valid from the moment a call
+ * checks it until the call returns.
+ * - A call that may release the GIL between checking its stream and queuing
+ *   its last work (a wait, pageable staging, a pinned allocation, the
+ *   subtractor's lock, a producer's __dlpack__ or __cuda_array_interface__)
+ *   holds the stream: fm_stream_hold() ... fm_stream_unhold(). Holding a
+ *   closed or closing stream is a ValueError, so no work is ever queued on a
+ *   NULL handle (the legacy default stream).
+ * - close() refuses with ValueError while the stream is held; a wait in
+ *   progress (synchronize(), a blocking download) holds it too.
+ * - A stream that is closing is as good as closed: every method and every
+ *   stream= argument refuses it; a second close() waits for the first and
+ *   then returns (close is idempotent).
+ * - close() waits for the queued work (interruptibly, GIL released) before
+ *   destroying the handle: fences recorded on it stay valid either way, and
+ *   devmem.c keeps the events, never the stream.
+ * Shown by tests/test_lifetimes_gpu.py (test_close_races_*) and
+ * tests/test_stress_gpu.py. */
 #include "fastmog.h"
 #include "docstrings.h"
 
 #include <structmember.h>
+#include <time.h>
 
 static const char stream_required_msg[] =
     "stream= is required: pass fastmog.Stream() for a new stream, or "
@@ -22,7 +42,7 @@ fm_Stream *fm_require_stream(fm_state *st, PyObject *arg, int device)
         return NULL;
     }
     fm_Stream *stream = (fm_Stream *)arg;
-    if (stream->closed) {
+    if (stream->closed || stream->closing) {
         PyErr_SetString(PyExc_ValueError, "stream is closed");
         return NULL;
     }
@@ -35,6 +55,23 @@ fm_Stream *fm_require_stream(fm_state *st, PyObject *arg, int device)
     return stream;
 }
 
+int fm_stream_hold(fm_Stream *stream)
+{
+    if (stream->closed || stream->closing) {
+        PyErr_SetString(PyExc_ValueError, "stream is closed");
+        return -1;
+    }
+    stream->uses++;
+    Py_INCREF(stream);
+    return 0;
+}
+
+void fm_stream_unhold(fm_Stream *stream)
+{
+    stream->uses--;
+    Py_DECREF(stream);
+}
+
 static fm_Stream *stream_alloc(PyTypeObject *type)
 {
     fm_Stream *self = (fm_Stream *)type->tp_alloc(type, 0);
@@ -44,6 +81,9 @@ static fm_Stream *stream_alloc(PyTypeObject *type)
     self->device = -1;
     self->owned = 0;
     self->closed = 1;   /* until a handle is attached */
+    self->closing = 0;
+    self->uses = 0;
+    self->serial = ++fm_state_of_type(type)->next_stream_serial;
     self->owner = NULL;
     return self;
 }
@@ -228,7 +268,7 @@ static PyObject *Stream_wrap(PyTypeObject *type, PyObject *args, PyObject *kwarg
 static fm_Stream *open_stream(PyObject *op)
 {
     fm_Stream *self = (fm_Stream *)op;
-    if (self->closed) {
+    if (self->closed || self->closing) {
         PyErr_SetString(PyExc_ValueError, "stream is closed");
         return NULL;
     }
@@ -320,27 +360,50 @@ static PyObject *Stream_record(PyObject *op, PyObject *args, PyObject *kwargs)
     return (PyObject *)event;
 }
 
-/* Waits for queued work (GIL released), then drops the handle. Waiting keeps
- * every stream-ordered free and fence recorded on this stream valid. */
+/* A second close() waits for the first (GIL released, interruptibly). */
+static int wait_for_other_close(fm_Stream *self)
+{
+    while (self->closing) {
+        Py_BEGIN_ALLOW_THREADS
+        const struct timespec nap = {0, 200000};  /* 200 us */
+        nanosleep(&nap, NULL);
+        Py_END_ALLOW_THREADS
+        if (PyErr_CheckSignals() < 0)
+            return -1;
+    }
+    return 0;
+}
+
+/* Waits for queued work (GIL released), then drops the handle, by the rule
+ * at the top. `wait` is 0 only from dealloc, when nothing can hold it. */
 static int stream_close(fm_state *st, fm_Stream *self, int wait)
 {
+    if (self->closing && wait_for_other_close(self) < 0)
+        return -1;
     if (self->closed)
         return 0;
-    if (self->busy) {
-        PyErr_SetString(PyExc_ValueError, "the stream is being waited for in another thread");
+    if (self->uses > 0) {
+        PyErr_SetString(PyExc_ValueError,
+                        "the stream is in use by another call (being waited for in another "
+                        "thread, staging, or waiting for a subtractor's lock): close it after "
+                        "that call returns");
         return -1;
     }
     int rc = 0;
     fm_device_guard guard = {0, 0};
     if (fm_device_enter(st, self->device, &guard) < 0)
         return -1;
-    if (wait) {
-        cudaError_t err;
-        Py_BEGIN_ALLOW_THREADS
-        err = cudaStreamSynchronize(self->handle);
-        Py_END_ALLOW_THREADS
-        if (err != cudaSuccess)
-            rc = fm_cuda_fail(st, err, "waiting for a stream before closing it");
+    self->closing = 1;
+    /* From here every other call refuses the stream; the wait releases the
+     * GIL. */
+    if (wait && fm_wait_stream(st, self, "waiting for a stream before closing it") < 0) {
+        if (!PyErr_ExceptionMatches(st->CudaError)) {
+            /* Interrupted: the stream stays open. */
+            self->closing = 0;
+            fm_device_exit(&guard);
+            return -1;
+        }
+        rc = -1;  /* a broken stream is closed all the same */
     }
     if (self->owned) {
         /* The runtime releases the stream once its queued work is done. */
@@ -350,6 +413,7 @@ static int stream_close(fm_state *st, fm_Stream *self, int wait)
     }
     fm_device_exit(&guard);
     self->closed = 1;
+    self->closing = 0;
     self->handle = NULL;
     Py_CLEAR(self->owner);
     return rc;

@@ -8,10 +8,15 @@ PyObject *fm_synchronize(fm_state *st, const char *name, PyObject *timer, fm_Str
 {
     fm_device_guard guard;
     fm_call call;
-    if (fm_call_begin(st, &call, name, NULL, timer, event ? NULL : stream, 0, 0, 0) < 0)
+    if (event == NULL && fm_stream_hold(stream) < 0)
         return NULL;
-    if (fm_device_enter(st, device, &guard) < 0)
-        return fm_call_end(st, &call, NULL);
+    PyObject *result = NULL;
+    if (fm_call_begin(st, &call, name, NULL, timer, event ? NULL : stream, 0, 0, 0) < 0)
+        goto out;
+    if (fm_device_enter(st, device, &guard) < 0) {
+        result = fm_call_end(st, &call, NULL);
+        goto out;
+    }
     if (event != NULL)
         fm_call_wait_for_stream(&call, recorded_on);
     fm_call_wait_begin(st, &call);
@@ -21,5 +26,9 @@ PyObject *fm_synchronize(fm_state *st, const char *name, PyObject *timer, fm_Str
     fm_device_exit(&guard);
     if (rc == 0)
         fm_keepalive_sweep(st);
-    return fm_call_end(st, &call, rc == 0 ? Py_NewRef(Py_None) : NULL);
+    result = fm_call_end(st, &call, rc == 0 ? Py_NewRef(Py_None) : NULL);
+out:
+    if (event == NULL)
+        fm_stream_unhold(stream);
+    return result;
 }

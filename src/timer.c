@@ -17,30 +17,12 @@ static int64_t now_ns(void)
 
 static int timing_event(fm_state *st, fm_Timer *t, int device, cudaEvent_t *event)
 {
-    fm_event_stack *stack = &t->events[device];
-    if (stack->n > 0) {
-        *event = stack->events[--stack->n];
-        return 0;
-    }
-    FM_CUDA_CHECK(st, cudaEventCreateWithFlags(event, cudaEventDefault),
-                  "creating a timing event on device %d", device);
-    return 0;
+    return fm_event_stack_pop(st, &t->events[device], cudaEventDefault, device, event);
 }
 
 static void give_back_event(fm_Timer *t, int device, cudaEvent_t event)
 {
-    fm_event_stack *stack = &t->events[device];
-    if (stack->n == stack->cap) {
-        size_t cap = stack->cap ? 2 * stack->cap : 32;
-        cudaEvent_t *grown = PyMem_Realloc(stack->events, cap * sizeof(*grown));
-        if (grown == NULL) {
-            (void)cudaEventDestroy(event);
-            return;
-        }
-        stack->events = grown;
-        stack->cap = cap;
-    }
-    stack->events[stack->n++] = event;
+    fm_event_stack_push(&t->events[device], event);
 }
 
 /* ---- the call scope ---------------------------------------------------------- */
@@ -420,11 +402,8 @@ static void Timer_dealloc(PyObject *op)
     drop_records(t);
     Py_CLEAR(t->names);
     PyMem_Free(t->records);
-    for (int d = 0; d < FM_MAX_DEVICES; d++) {
-        for (size_t i = 0; i < t->events[d].n; i++)
-            (void)cudaEventDestroy(t->events[d].events[i]);
-        PyMem_Free(t->events[d].events);
-    }
+    for (int d = 0; d < FM_MAX_DEVICES; d++)
+        fm_event_stack_clear(&t->events[d]);
     tp->tp_free(op);
     Py_DECREF(tp);
 }

@@ -9,6 +9,7 @@ import pytest
 
 import fastmog
 from conftest import random_image
+from gpu_race import spin
 
 pytestmark = pytest.mark.gpu
 
@@ -19,20 +20,10 @@ def cupy():
 
 
 def _busy(cupy, stream, seconds=0.5):
-    """Queues about `seconds` of GPU work on a fastmog stream."""
-    a = cupy.ones((2048, 2048), np.float32)
-    with cupy.cuda.ExternalStream(stream.handle):
-        start = time.perf_counter()
-        cupy.cuda.get_current_stream().synchronize()
-        n = 0
-        while time.perf_counter() - start < 0.02:   # calibrate on a short burst
-            a = a @ a / 2048
-            n += 1
-        cupy.cuda.get_current_stream().synchronize()
-        per = (time.perf_counter() - start) / n
-        for _ in range(int(seconds / per)):
-            a = a @ a / 2048
-    return a
+    """Queues `seconds` of GPU work on a fastmog stream: a kernel spinning
+    on the GPU's clock, so the window does not depend on how fast the GPU
+    multiplies matrices."""
+    spin(stream, seconds * 1000)
 
 
 def _in_thread(fn):
