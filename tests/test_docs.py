@@ -137,7 +137,7 @@ def test_layout_is_one_delimited_section_naming_files_that_exist():
     layout = text.split("<!-- layout: begin", 1)[1].split("<!-- layout: end -->", 1)[0]
     assert "\n## Layout\n" in layout
     tree = {p.name for folder in ("src", "cuda", "python/fastmog", "tests", ".ci")
-            for p in (ROOT / folder).iterdir()}
+            for p in (ROOT / folder).rglob("*")} | {p.name for p in ROOT.iterdir()}
     named = set(re.findall(r"`([\w.]+\.(?:c|h|cu|py|pyi))`", layout))
     missing = sorted(named - tree)
     assert not missing, f"docs/contributing.md's layout names files that are gone: {missing}"
