@@ -12,7 +12,7 @@ import pytest
 
 import fastmog
 
-ROOT = pathlib.Path(__file__).resolve().parent.parent
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 DOCS = ROOT / "docs"
 DOCUMENTS = [ROOT / "README.md"] + sorted(DOCS.glob("*.md"))
 
@@ -94,7 +94,7 @@ def test_speed_highlights_are_rows_of_the_full_table():
 
 
 def test_install_page_requirements_match_the_build():
-    # as tests/test_packaging.py checks the README's
+    # as tests/project/test_packaging.py checks the README's
     install = _text(DOCS / "install.md")
     requirements = _section(install, "## Requirements")
     setup_py = _text(ROOT / "setup.py")

@@ -11,7 +11,7 @@ import zipfile
 
 import pytest
 
-ROOT = pathlib.Path(__file__).resolve().parent.parent
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 SOURCES = ["src/*.c", "src/*.h", "cuda/*.cu", "cuda/*.h", "python/fastmog/**/*.py"]
 TYPING = ["python/fastmog/py.typed", "python/fastmog/_fastmog.pyi"]
 
