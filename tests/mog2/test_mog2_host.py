@@ -5,7 +5,7 @@ import pytest
 
 import fastmog
 from conftest import parity_params
-from mog2_cases import CASES, SEQUENCES, compare_host_with_opencv, opencv_subtractor
+from fastmog.testing import CASES, SEQUENCES, compare_host_with_opencv, opencv_subtractor
 
 cv2 = pytest.importorskip("cv2")
 

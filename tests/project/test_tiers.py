@@ -78,8 +78,7 @@ def test_fuzz_tests_are_collected_with_hypothesis():
 
 
 def test_default_tier_checks_every_sequence_and_every_case():
-    from mog2_cases import CASES, DEFAULT_TIER, SEQUENCES
-    from test_mog2_gpu import GPU_CASES
+    from fastmog.testing import CASES, DEFAULT_TIER, GPU_CASES, SEQUENCES
 
     assert set(DEFAULT_TIER) == set(SEQUENCES)
     assert {case for cases in DEFAULT_TIER.values() for case in cases} == set(CASES)
