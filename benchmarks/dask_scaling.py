@@ -10,17 +10,13 @@ timed; each run's masks are compared by digest with the other run's.
 """
 import argparse
 import pathlib
-import sys
 import tempfile
 import time
 
-ROOT = pathlib.Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "python"))
+import cv2
 
-import cv2  # noqa: E402
-
-import fastmog  # noqa: E402
-from fastmog.scene import BuiltinScene  # noqa: E402
+import fastmog
+from fastmog.scene import BuiltinScene
 
 
 def make_sources(n, w, h):

@@ -16,9 +16,7 @@ import numpy as np
 
 import fastmog
 from fastmog import cpu
-
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent / "tests"))
-from mog2_cases import iter_frames  # noqa: E402
+from fastmog.testing import iter_frames
 
 rng = np.random.default_rng(7)
 s = fastmog.Stream()

@@ -48,16 +48,13 @@ import pathlib
 import sys
 import time
 
+import cv2
 import numpy as np
 
 import fastmog
+from fastmog.testing import find_test_data, iter_frames
 
 HERE = pathlib.Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE.parent / "tests"))
-from conftest import find_test_data  # noqa: E402
-from mog2_cases import iter_frames  # noqa: E402
-
-import cv2  # noqa: E402
 
 
 def gpu_ms(stream, fn, repeats):
@@ -627,7 +624,7 @@ def main():
     parser.add_argument("--data", type=pathlib.Path, default=None)
     parser.add_argument("--write", type=pathlib.Path, default=None)
     args = parser.parse_args()
-    data = args.data or find_test_data()
+    data = args.data or find_test_data(HERE.parent)
     if data is None:
         sys.exit("test data not found: pass --data DIR (the folder holding opencv_samples_video)")
     no_gpu = gpu_unusable_reason()

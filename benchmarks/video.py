@@ -741,8 +741,7 @@ def looped(clips, times, folder, nvc):
         return clips, None
     try:
         import av  # noqa: F401
-        sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
-        from make_clips import loop_clip
+        from make_clips import loop_clip      # a sibling script: its folder is sys.path[0]
     except ImportError:
         loop_clip = None
         if nvc is None:

@@ -18,7 +18,7 @@
  * (Y in 16..235) coefficients to three decimals - 1.164, 2.018, -0.391,
  * -0.813, 1.596 - times 2^20, truncated towards zero.  Luma below 16 is
  * clamped to black before scaling (so Y = 0..16 give identical results).
- * tests/test_nv12.py checks all 2^24 triples in every flag combination.
+ * tests/video/test_nv12.py checks all 2^24 triples in every flag combination.
  *
  * Chroma is not interpolated: each U, V pair serves its 2x2 luma block, as in
  * OpenCV.  The chroma terms are therefore computed once per block

@@ -2,7 +2,8 @@
 file, not fastmog's pytest plugin, owns it) turns into a skip, with the
 plugin's reason, on machines where CUDA cannot be used; the `slow` marker
 (soak, leak, fuzz and full parity sweeps) into a skip unless `--slow` is given;
-data sets come from ../shared/data, .testdata/ or $FASTMOG_TEST_DATA."""
+data sets come from ../shared/data, .testdata/ or $FASTMOG_TEST_DATA
+(fastmog.testing.find_test_data)."""
 import os
 import pathlib
 
@@ -11,6 +12,9 @@ import pytest
 
 import fastmog
 from fastmog.pytest_plugin import no_gpu_reason
+from fastmog.testing import DEFAULT_TIER, find_test_data
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
 
 GPU_OK = fastmog.cuda_available()
 
@@ -34,29 +38,15 @@ def pytest_collection_modifyitems(config, items):
 
 def parity_params(cases, sequences):
     """(sequence, case) parameters for a real-sequence parity test: the pairs
-    in mog2_cases.DEFAULT_TIER run by default, every other pair is `slow`."""
-    from mog2_cases import DEFAULT_TIER
-
+    in fastmog.testing.DEFAULT_TIER run by default, every other pair is `slow`."""
     return [pytest.param(sequence, case, id=f"{sequence}-{case}",
                          marks=() if case in DEFAULT_TIER[sequence] else pytest.mark.slow)
             for sequence in sequences for case in cases]
 
 
-def find_test_data():
-    env = os.environ.get("FASTMOG_TEST_DATA")
-    if env:
-        return pathlib.Path(env)
-    here = pathlib.Path(__file__).resolve().parent.parent
-    for candidate in (here / ".testdata", here.parent / "shared" / "data"):
-        # .testdata may hold only generated clips (benchmarks/make_clips.py)
-        if candidate.is_dir() and any(p.name != "clips" for p in candidate.iterdir()):
-            return candidate
-    return None
-
-
 @pytest.fixture
 def data_dir():
-    path = find_test_data()
+    path = find_test_data(ROOT)
     if path is None:
         pytest.skip("test data not found: set FASTMOG_TEST_DATA or put it in ../shared/data")
     return path

@@ -1,11 +1,14 @@
 """The host reference against OpenCV's CPU MOG2 (no GPU needed), and the
 subtractor API that does not touch CUDA."""
+import threading
+import time
+
 import numpy as np
 import pytest
 
 import fastmog
-from conftest import parity_params
-from mog2_cases import CASES, SEQUENCES, compare_host_with_opencv, opencv_subtractor
+from conftest import parity_params, random_image
+from fastmog.testing import CASES, SEQUENCES, compare_host_with_opencv, opencv_subtractor
 
 cv2 = pytest.importorskip("cv2")
 
@@ -125,6 +128,62 @@ def test_size_change_restarts_the_model(rng):
     assert sub.frame_count == 0
     with pytest.raises(ValueError, match="no model|closed"):
         fastmog.cpu.BackgroundSubtractorMOG2().get_background_image()
+
+
+def in_thread(fn):
+    """Starts fn in a thread; returns (thread, results, errors)."""
+    results, errors = [], []
+
+    def run():
+        try:
+            results.append(fn())
+        except BaseException as e:  # noqa: BLE001 - reported to the test
+            errors.append(e)
+
+    t = threading.Thread(target=run)
+    t.start()
+    return t, results, errors
+
+
+def test_host_apply_waiting_for_the_lock_does_not_outlive_close():
+    """mog2_host.c: apply() checked `closed` before taking the lock, so an
+    apply that passed the check and then waited for the lock behind a close()
+    built a new model after the close and returned a mask of it. The fix
+    checks under the lock (mog2_base.c fm_mog2_lock_open). Order: A's apply
+    holds the lock (a frame sized to take ~0.3 s), then close() waits for
+    the lock, then B's apply (same frame) waits behind it; the lock is handed
+    on in that order. B must now raise; if B ever ran first its mask is that of
+    a second identical frame (all zeros), while the old build's B returns the
+    mask of a fresh model (no zeros)."""
+    rng = np.random.default_rng()
+    probe = random_image(rng, (512, 1024), np.uint8)
+    cal = fastmog.cpu.BackgroundSubtractorMOG2()
+    cal.apply(probe)
+    t0 = time.perf_counter()
+    cal.apply(probe)
+    per_row = (time.perf_counter() - t0) / probe.shape[0]
+    rows = int(min(max(0.3 / per_row, 512), 16384))
+    frame = random_image(rng, (rows, 1024), np.uint8)
+
+    late = 0
+    for _ in range(2):
+        sub = fastmog.cpu.BackgroundSubtractorMOG2()
+        a, _, a_errors = in_thread(lambda: sub.apply(frame))
+        time.sleep(0.02)                                  # A holds the lock
+        c, _, c_errors = in_thread(sub.close)
+        time.sleep(0.02)                                  # close() waits for it
+        b, b_masks, b_errors = in_thread(lambda: sub.apply(frame))
+        for t in (a, c, b):
+            t.join()
+        assert not a_errors and not c_errors, (a_errors, c_errors)
+        assert sub.closed
+        if b_errors:
+            assert isinstance(b_errors[0], ValueError) and "closed" in str(b_errors[0]), b_errors
+            late += 1
+        else:
+            fresh = np.count_nonzero(b_masks[0]) > b_masks[0].size // 2
+            assert not fresh, "an apply waiting for the lock built a new model after close()"
+    print(f"{late} of 2 applies came after close() and were refused")
 
 
 def test_gpu_subtractor_validates_before_touching_cuda():

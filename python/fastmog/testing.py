@@ -1,13 +1,25 @@
-"""Real sequences and parameter cases shared by the MOG2 parity tests.
+"""Helpers for testing fastmog, shared by its tests and benchmarks (as numpy.testing is).
 
-Run as a script to print the parity table (host reference vs OpenCV's CPU
-MOG2): python tests/mog2_cases.py [--frames N]
+Where the test data is (find_test_data), its real sequences (SEQUENCES,
+iter_frames), the MOG2 parameter cases of the parity tests (CASES,
+DEFAULT_TIER, GPU_CASES, convert) and OpenCV's MOG2 beside the host reference
+(opencv_subtractor, compare_host_with_opencv). Public and free of pytest; OpenCV
+(``opencv-python-headless``, in the ``test`` extra) is imported only by the
+functions that decode or compare with it. Run as a script to print the parity
+table of the host reference against OpenCV's CPU MOG2 on every sequence and
+case: ``python -m fastmog.testing [--frames N]``.
 """
+import os
 import pathlib
 import sys
 
-import cv2
 import numpy as np
+
+from . import cpu
+
+__all__ = ["SEQUENCES", "CUSTOM", "CASES", "DEFAULT_TIER", "GPU_CASES", "find_test_data",
+           "iter_frames", "convert", "opencv_subtractor", "frame_count",
+           "compare_host_with_opencv"]
 
 SEQUENCES = {
     "CAVIAR2": "sbi2015_CAVIAR2/input",
@@ -18,8 +30,40 @@ SEQUENCES = {
 }
 
 
+# the checkout this fastmog is imported from (python/fastmog/), if it is one
+_CHECKOUT = pathlib.Path(__file__).resolve().parents[2]
+
+
+def find_test_data(root=None):
+    """The test data folder: $FASTMOG_TEST_DATA, else `root`/.testdata, else
+    `root`/../shared/data, `root` being a fastmog checkout (by default the one
+    this fastmog is imported from, else the current directory); None where
+    there is none."""
+    env = os.environ.get("FASTMOG_TEST_DATA")
+    if env:
+        return pathlib.Path(env)
+    if root is not None:
+        here = pathlib.Path(root)
+    elif (_CHECKOUT / "pyproject.toml").is_file() and (_CHECKOUT / "python" / "fastmog").is_dir():
+        here = _CHECKOUT
+    else:
+        here = pathlib.Path.cwd()
+    for candidate in (here / ".testdata", here.parent / "shared" / "data"):
+        # .testdata may hold only generated clips (benchmarks/make_clips.py)
+        if candidate.is_dir() and any(p.name != "clips" for p in candidate.iterdir()):
+            return candidate
+    return None
+
+
+def _cv2():
+    import cv2
+
+    return cv2
+
+
 def iter_frames(data_dir, sequence, limit=None):
     """Decoded BGR frames (always with OpenCV, one decoder for every side)."""
+    cv2 = _cv2()
     path = pathlib.Path(data_dir) / SEQUENCES[sequence]
     count = 0
     if path.is_dir():
@@ -81,8 +125,13 @@ DEFAULT_TIER = {
     "tree": ("grey_h50_freeze_restart", "bgr_noshadow"),
 }
 
+# The cases on which the GPU kernel is compared with the host reference.
+GPU_CASES = ["bgr", "grey_noshadow", "bgr_custom_lr0.01", "grey_h50_freeze_restart",
+             "bgr_float32", "bgra"]
+
 
 def convert(frame, colour, dtype):
+    cv2 = _cv2()
     if colour == "grey":
         frame = cv2.cvtColor(frame, cv2.COLOR_BGR2GRAY)
     elif colour == "bgra":
@@ -92,7 +141,7 @@ def convert(frame, colour, dtype):
 
 
 def opencv_subtractor(kwargs):
-    sub = cv2.createBackgroundSubtractorMOG2()
+    sub = _cv2().createBackgroundSubtractorMOG2()
     for key, value in kwargs.items():
         camel = "".join(part.capitalize() for part in key.split("_"))
         getattr(sub, "set" + camel)(value)
@@ -107,13 +156,11 @@ def compare_host_with_opencv(data_dir, sequence, case, frame_limit=None):
     """Runs fastmog's host reference and cv2 side by side; returns
     (frames, identical mask pixels, total mask pixels, largest background
     difference or None where OpenCV has no background for the case)."""
-    import fastmog
-
     colour, dtype, kwargs, rate, limit = CASES[case]
     if frame_limit is not None:
         limit = frame_limit if limit is None else min(limit, frame_limit)
     n = frame_count(data_dir, sequence, limit)
-    ours = fastmog.cpu.BackgroundSubtractorMOG2(**kwargs)
+    ours = cpu.BackgroundSubtractorMOG2(**kwargs)
     ref = opencv_subtractor(kwargs)
     same = total = 0
     worst_bg = 0.0
@@ -133,12 +180,11 @@ def compare_host_with_opencv(data_dir, sequence, case, frame_limit=None):
 
 
 def main(argv):
-    sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
-    from conftest import find_test_data
-
     limit = int(argv[argv.index("--frames") + 1]) if "--frames" in argv else None
     data_dir = find_test_data()
-    print(f"OpenCV {cv2.__version__}; data {data_dir}")
+    if data_dir is None:
+        sys.exit("test data not found: set FASTMOG_TEST_DATA or put it in ../shared/data")
+    print(f"OpenCV {_cv2().__version__}; data {data_dir}")
     print("| sequence | case | frames | identical mask pixels | max background diff |")
     print("|---|---|---|---|---|")
     for sequence in SEQUENCES:

@@ -1,6 +1,6 @@
 // Standalone GPU check of the NV12 launcher (cuda/nv12.cu) against the host
 // reference (src/nv12_loop.c, itself equal to cv2 on all 2^24 triples), needing
-// no Python binding; tests/test_nv12.py builds and runs it on GPU machines.
+// no Python binding; tests/video/test_nv12.py builds and runs it on GPU machines.
 // Exit status 0 when every byte matches, and every border byte is untouched.
 #include <cstdio>
 #include <cstdlib>

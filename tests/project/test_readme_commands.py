@@ -18,9 +18,9 @@ import sys
 import numpy as np
 import pytest
 
-ROOT = pathlib.Path(__file__).resolve().parent.parent
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 DOCUMENTS = [ROOT / "README.md"] + sorted((ROOT / "docs").glob("*.md"))
-TWO_COMMANDS = 'pip install ".[test]" && python -m fastmog'   # tests/test_readme.py
+TWO_COMMANDS = 'pip install ".[test]" && python -m fastmog'   # tests/project/test_readme.py
 
 
 def _commands():

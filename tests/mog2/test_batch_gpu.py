@@ -7,7 +7,7 @@ import pytest
 
 import fastmog
 from conftest import random_image
-from mog2_cases import convert, iter_frames
+from fastmog.testing import convert, iter_frames
 from test_batch import (CAMERAS, RANDOM, camera_frames, known_masks, named_argument_cases,
                         noisy_frames)
 

@@ -14,7 +14,7 @@ import fastmog.cpu
 
 cv2 = pytest.importorskip("cv2")
 
-ROOT = pathlib.Path(__file__).resolve().parent.parent
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 
 # (rgb, nv21) -> the cv2 code computing the same thing
 CODES = {
@@ -289,14 +289,15 @@ def test_gpu_nv21_every_triple(all_triples, stream):
 
 @pytest.mark.gpu
 def test_gpu_kernel_without_binding(tmp_path):
-    """Builds tests/nv12_kernel_check.cu (the launcher against the host
+    """Builds tests/video/nv12_kernel_check.cu (the launcher against the host
     reference: all 2^24 triples, random frames in 8 pitch layouts, refusals)."""
     nvcc = shutil.which("nvcc") or "/usr/local/cuda/bin/nvcc"
     if not os.path.exists(nvcc):
         pytest.skip("nvcc not found")
     exe = tmp_path / "nv12_kernel_check"
     subprocess.run([nvcc, "-O2", "-std=c++17", "-arch=native", "-I", str(ROOT / "cuda"),
-                    str(ROOT / "tests" / "nv12_kernel_check.cu"), str(ROOT / "cuda" / "nv12.cu"),
+                    str(ROOT / "tests" / "video" / "nv12_kernel_check.cu"),
+                    str(ROOT / "cuda" / "nv12.cu"),
                     str(ROOT / "src" / "nv12_loop.c"), "-o", str(exe)], check=True)
     run = subprocess.run([str(exe)], capture_output=True, text=True, timeout=300)
     print(run.stdout)

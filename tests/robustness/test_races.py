@@ -1,24 +1,23 @@
-"""Proofs for issue 12's fixes: every test here fails on the build from before
-the fixes (3e86b88) and passes after (the Stream repr test only under Python
-3.11, see there); each docstring says what it proves and how it fails there.
-A race is not left to luck: the window is held open (a long wait the other
-thread is known to be in, or the GIL kept by the test), and a scenario that
-crashes the old build runs in a child process, so the crash is a failed test
-rather than the end of the run."""
+"""Races between threads and streams, the window held open: memory that
+another thread or a consumer's stream still uses is never freed or handed out
+under it, and a shared Timer keeps every call (the proofs of issue 12's
+fixes; test_threads.py has the quicker tests of the same lifetimes). Each
+test fails on the build from before the fixes (3e86b88) and passes after;
+its docstring says what it proves and how it fails there. A race is not left
+to luck: the window is held open (a long wait the other thread is known to be
+in, or the GIL kept by the test), and a scenario that crashes the old build
+runs in a child process, so the crash is a failed test rather than the end of
+the run."""
 import os
 import pathlib
-import re
 import subprocess
 import sys
 import textwrap
-import threading
-import time
 
 import numpy as np
 import pytest
 
 import fastmog
-import fastmog.cpu
 from conftest import random_image
 
 # ---- helpers ---------------------------------------------------------------------------
@@ -65,21 +64,6 @@ def run_child(body, timeout=60):
 def assert_child_ok(rc, output):
     # A negative code is a signal: -11 is the segfault of a use after free.
     assert rc == 0 and "CHILD OK" in output, f"child exited with {rc}:\n{output[-3000:]}"
-
-
-def in_thread(fn):
-    """Starts fn in a thread; returns (thread, results, errors)."""
-    results, errors = [], []
-
-    def run():
-        try:
-            results.append(fn())
-        except BaseException as e:  # noqa: BLE001 - reported to the test
-            errors.append(e)
-
-    t = threading.Thread(target=run)
-    t.start()
-    return t, results, errors
 
 
 # ---- GpuMat.close() from another thread during a download ---------------------------
@@ -235,6 +219,8 @@ def test_pinned_block_freed_by_empty_cache_is_never_handed_out():
             stop.set()
             t.join()
         assert not problems, problems[:3]
+        stats = fastmog.memory_stats()
+        assert stats["pinned_in_use"] >= 0 and stats["pinned_cached"] >= 0, stats
         print("CHILD OK")
     ''')
     assert_child_ok(rc, out)
@@ -362,121 +348,3 @@ def test_dlpack_memory_waits_for_the_consumers_queued_kernel(consumer, rng):
     assert bad == 0, f"the consumer read {bad} of {got.size} bytes after fastmog reused them"
     s.close()
     fs.close()
-
-
-# ---- the %zx format ---------------------------------------------------------------------
-
-
-@pytest.mark.gpu
-def test_stream_repr_is_the_exact_text():
-    """stream.c: the old repr used "0x%zx", which PyUnicode_FromFormat of
-    Python 3.11 does not know: it printed "<fastmog.Stream owned 0x%zx
-    device=%d>" literally. Python 3.12 learnt length modifiers on %x, so there
-    the old text was right and this test cannot tell the builds apart;
-    test_no_format_python_3_11_cannot_expand below checks the sources on any
-    Python."""
-    with fastmog.Stream() as s:
-        assert repr(s) == f"<fastmog.Stream owned {s.handle:#x} device={s.device}>"
-
-
-# Conversions PyUnicode_FromFormat expands on every supported Python (3.11+);
-# of the flags, 3.11 knows only 0 (width and precision it knows).
-_SPEC = re.compile(r"%([-+ #0]*)(\d*)(\.\d+)?(hh|h|ll|l|z|j|t)?([a-zA-Z%])")
-_OK = {("", "c"), ("", "d"), ("l", "d"), ("ll", "d"), ("z", "d"), ("", "i"), ("l", "i"),
-       ("ll", "i"), ("z", "i"), ("", "u"), ("l", "u"), ("ll", "u"), ("z", "u"), ("", "x"),
-       ("", "s"), ("", "p"), ("", "A"), ("", "U"), ("", "V"), ("", "S"), ("", "R"),
-       ("", "%")}
-_FORMATTERS = re.compile(r"\b(PyUnicode_FromFormat|PyErr_Format|PyErr_WarnFormat|fm_cuda_error"
-                         r"|fm_cuda_fail|FM_CUDA_CHECK)\s*\(")
-_LITERALS = re.compile(r'"((?:[^"\\\n]|\\.)*)"((?:\s*"(?:[^"\\\n]|\\.)*")*)')
-
-
-def _call_args(text, start):
-    """The text from `start` (just after an opening parenthesis) to its
-    matching close, skipping string literals."""
-    depth, i = 1, start
-    while depth:
-        c = text[i]
-        if c == '"':
-            i += 1
-            while text[i] != '"':
-                i += 2 if text[i] == "\\" else 1
-        elif c == "(":
-            depth += 1
-        elif c == ")":
-            depth -= 1
-        i += 1
-    return text[start:i - 1]
-
-
-def _source_dir():
-    src = pathlib.Path(fastmog.__file__).resolve().parents[2] / "src"
-    if not (src / "stream.c").is_file():
-        pytest.skip("fastmog is not imported from a source checkout")
-    return src
-
-
-def test_no_format_python_3_11_cannot_expand():
-    """Every format string handed to PyUnicode_FromFormat (directly or
-    through PyErr_Format, fm_cuda_error, fm_cuda_fail, FM_CUDA_CHECK) uses
-    only conversions Python 3.11 expands; on 3.11 an unknown one, such as the
-    old build's %zx in Stream's repr, makes the rest of the text print
-    literally. Reads the sources next to the fastmog under test: the old
-    checkout has four %zx."""
-    bad = []
-    for path in sorted(_source_dir().glob("*.c")):
-        text = path.read_text()
-        for call in _FORMATTERS.finditer(text):
-            args = _call_args(text, call.end())
-            for lit in _LITERALS.finditer(args):
-                fmt = lit.group(0)
-                for spec in _SPEC.finditer(fmt):
-                    flags, length, conv = spec.group(1), spec.group(4) or "", spec.group(5)
-                    if flags not in ("", "0") or (length, conv) not in _OK:
-                        line = text.count("\n", 0, call.start()) + 1
-                        bad.append(f"{path.name}:{line}: {spec.group(0)}")
-    assert not bad, "conversions Python 3.11 prints literally: " + ", ".join(bad)
-
-
-# ---- the host subtractor: close() racing an apply() that waits for the lock ----------------
-
-
-def test_host_apply_waiting_for_the_lock_does_not_outlive_close():
-    """mog2_host.c: apply() checked `closed` before taking the lock, so an
-    apply that passed the check and then waited for the lock behind a close()
-    built a new model after the close and returned a mask of it. The fix
-    checks under the lock (mog2_base.c fm_mog2_lock_open). Order: A's apply
-    holds the lock (a frame sized to take ~0.3 s), then close() waits for
-    the lock, then B's apply (same frame) waits behind it; the lock is handed
-    on in that order. B must now raise; if B ever ran first its mask is that of
-    a second identical frame (all zeros), while the old build's B returns the
-    mask of a fresh model (no zeros)."""
-    rng = np.random.default_rng()
-    probe = random_image(rng, (512, 1024), np.uint8)
-    cal = fastmog.cpu.BackgroundSubtractorMOG2()
-    cal.apply(probe)
-    t0 = time.perf_counter()
-    cal.apply(probe)
-    per_row = (time.perf_counter() - t0) / probe.shape[0]
-    rows = int(min(max(0.3 / per_row, 512), 16384))
-    frame = random_image(rng, (rows, 1024), np.uint8)
-
-    late = 0
-    for _ in range(2):
-        sub = fastmog.cpu.BackgroundSubtractorMOG2()
-        a, _, a_errors = in_thread(lambda: sub.apply(frame))
-        time.sleep(0.02)                                  # A holds the lock
-        c, _, c_errors = in_thread(sub.close)
-        time.sleep(0.02)                                  # close() waits for it
-        b, b_masks, b_errors = in_thread(lambda: sub.apply(frame))
-        for t in (a, c, b):
-            t.join()
-        assert not a_errors and not c_errors, (a_errors, c_errors)
-        assert sub.closed
-        if b_errors:
-            assert isinstance(b_errors[0], ValueError) and "closed" in str(b_errors[0]), b_errors
-            late += 1
-        else:
-            fresh = np.count_nonzero(b_masks[0]) > b_masks[0].size // 2
-            assert not fresh, "an apply waiting for the lock built a new model after close()"
-    print(f"{late} of 2 applies came after close() and were refused")

@@ -1,5 +1,5 @@
-"""NVTX checked, not assumed: a small NVTX tool (tests/nvtx_injection.c,
-built here with the C compiler) is injected through NVTX_INJECTION64_PATH into
+"""NVTX checked, not assumed: a small NVTX tool (nvtx_injection.c beside this
+file, built here with the C compiler) is injected through NVTX_INJECTION64_PATH into
 a child Python process and logs the ranges fastmog pushes and pops. The host
 MOG2 path needs no GPU, so this runs in CI too."""
 import os

@@ -12,7 +12,7 @@ import pytest
 
 pytest.importorskip("mypy")
 
-ROOT = pathlib.Path(__file__).resolve().parent.parent
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 
 # Each line that mypy must reject ends in "# error: <part of the message>"; every
 # other line must pass.

@@ -1,4 +1,5 @@
 """Streams and events on the GPU."""
+import re
 import threading
 import time
 
@@ -55,6 +56,17 @@ def test_wrap_foreign_handles():
         assert fastmog.Stream.wrap(owner) is owner
     with pytest.raises(TypeError, match="cannot wrap"):
         fastmog.Stream.wrap(object())
+
+
+def test_stream_repr_is_the_exact_text():
+    """stream.c: the old repr used "0x%zx", which PyUnicode_FromFormat of
+    Python 3.11 does not know: it printed "<fastmog.Stream owned 0x%zx
+    device=%d>" literally. Python 3.12 learnt length modifiers on %x, so there
+    the old text was right and this test cannot tell the builds apart;
+    tests/project/test_c_format_strings.py checks the sources on any Python."""
+    with fastmog.Stream() as s:
+        assert re.fullmatch(r"<fastmog\.Stream owned 0x[0-9a-f]+ device=\d+>", repr(s)), repr(s)
+        assert repr(s) == f"<fastmog.Stream owned {s.handle:#x} device={s.device}>"
 
 
 def test_event_timing_and_ordering(stream):

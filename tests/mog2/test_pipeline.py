@@ -5,7 +5,7 @@ import pytest
 
 import fastmog
 from conftest import random_image
-from mog2_cases import convert, iter_frames
+from fastmog.testing import convert, iter_frames
 
 pytestmark = pytest.mark.gpu
 

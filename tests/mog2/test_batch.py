@@ -10,7 +10,7 @@ import pytest
 
 import fastmog
 from conftest import random_image
-from mog2_cases import CUSTOM, convert, iter_frames, opencv_subtractor
+from fastmog.testing import CUSTOM, convert, iter_frames, opencv_subtractor
 
 cv2 = pytest.importorskip("cv2")
 

@@ -29,7 +29,7 @@ import fastmog
 
 cv2 = pytest.importorskip("cv2")
 
-ROOT = pathlib.Path(__file__).resolve().parent.parent
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 GOOD = ["vtest_h264.mp4", "vtest_h264.mkv", "vtest_hevc.mp4", "vtest_hevc.mkv"]
 DAMAGED = ["vtest_h264_truncated.mp4", "vtest_h264_corrupt.mkv", "vtest_hevc_corrupt.mp4"]
 

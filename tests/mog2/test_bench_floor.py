@@ -8,7 +8,7 @@ import pytest
 
 import fastmog
 
-RUN_PY = pathlib.Path(__file__).resolve().parent.parent / "benchmarks" / "run.py"
+RUN_PY = pathlib.Path(__file__).resolve().parents[2] / "benchmarks" / "run.py"
 
 
 @pytest.fixture(scope="module")

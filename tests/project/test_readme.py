@@ -10,7 +10,7 @@ import pytest
 
 import fastmog
 
-ROOT = pathlib.Path(__file__).resolve().parent.parent
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 DOCUMENTS = [ROOT / "README.md"] + sorted((ROOT / "docs").glob("*.md"))
 README = (ROOT / "README.md").read_text()
 BLOCKS = [(doc.relative_to(ROOT).as_posix(), i, code)
@@ -47,7 +47,7 @@ def test_the_two_commands_are_what_ci_runs():
     assert first.startswith('pip install ".[test]" && python -m fastmog')
     assert second.startswith("python -m pytest")
     ci = (ROOT / ".ci" / "run").read_text()
-    # CI installs the same [test] extras (and Dask, for tests/test_dask.py), from
+    # CI installs the same [test] extras (and Dask, for tests/job/test_dask.py), from
     # the sdist built from this tree.
     assert 'python3 -m build --sdist' in ci and 'pip install --quiet "$sdist[test,dask]"' in ci
     assert "python3 -m pytest" in ci

@@ -10,8 +10,8 @@ import pytest
 
 import fastmog
 
-HERE = pathlib.Path(__file__).resolve().parent
-REPO = HERE.parent
+REPO = pathlib.Path(__file__).resolve().parents[2]
+TESTS = REPO / "tests"
 
 
 def run_pytest(args, cwd, prelude=""):
@@ -36,7 +36,7 @@ sys.meta_path.insert(0, HideHypothesis())
 
 def test_slow_tests_run_only_with_the_option(tmp_path):
     # the suite's own conftest and markers, on two tiny tests
-    shutil.copy(HERE / "conftest.py", tmp_path / "conftest.py")
+    shutil.copy(TESTS / "conftest.py", tmp_path / "conftest.py")
     (tmp_path / "test_two.py").write_text(
         "import pytest\n\n"
         "@pytest.mark.slow\n"
@@ -57,11 +57,12 @@ def test_reliability_tests_do_not_need_hypothesis():
     # an import hook makes hypothesis fail to import as if it were not
     # installed; its pytest plugin would then be missing too
     r = run_pytest(["-p", "no:cacheprovider", "-p", "no:hypothesispytest", "--co", "-q", "-rs",
-                    "tests/test_reliability.py", "tests/test_fuzz.py"],
+                    "tests/robustness/test_reliability.py", "tests/robustness/test_fuzz.py"],
                    REPO, prelude=HIDE_HYPOTHESIS)
     assert r.returncode == 0, r.stdout + r.stderr
     collected = [line for line in r.stdout.splitlines() if "::" in line]
-    assert any(line.startswith("tests/test_reliability.py::test_host_subtractor_does_not_leak")
+    assert any(line.startswith("tests/robustness/test_reliability.py::"
+                               "test_host_subtractor_does_not_leak")
                for line in collected), r.stdout
     assert len([c for c in collected if "test_reliability.py" in c]) >= 8, r.stdout
     assert not any("test_fuzz.py" in c for c in collected), r.stdout
@@ -70,14 +71,14 @@ def test_reliability_tests_do_not_need_hypothesis():
 
 def test_fuzz_tests_are_collected_with_hypothesis():
     pytest.importorskip("hypothesis")
-    r = run_pytest(["-p", "no:cacheprovider", "--co", "-q", "tests/test_fuzz.py"], REPO)
+    r = run_pytest(["-p", "no:cacheprovider", "--co", "-q", "tests/robustness/test_fuzz.py"],
+                   REPO)
     assert r.returncode == 0, r.stdout + r.stderr
     assert "test_fuzz.py::test_fuzz_host_subtractor" in r.stdout
 
 
 def test_default_tier_checks_every_sequence_and_every_case():
-    from mog2_cases import CASES, DEFAULT_TIER, SEQUENCES
-    from test_mog2_gpu import GPU_CASES
+    from fastmog.testing import CASES, DEFAULT_TIER, GPU_CASES, SEQUENCES
 
     assert set(DEFAULT_TIER) == set(SEQUENCES)
     assert {case for cases in DEFAULT_TIER.values() for case in cases} == set(CASES)

@@ -6,12 +6,9 @@ import pytest
 
 import fastmog
 from conftest import parity_params, random_image
-from mog2_cases import CASES, SEQUENCES, convert, iter_frames
+from fastmog.testing import CASES, GPU_CASES, SEQUENCES, convert, iter_frames
 
 pytestmark = pytest.mark.gpu
-
-GPU_CASES = ["bgr", "grey_noshadow", "bgr_custom_lr0.01", "grey_h50_freeze_restart",
-             "bgr_float32", "bgra"]
 
 
 def run_pair(frames, kwargs, rates, stream, check_background_every=10):
