@@ -9,7 +9,7 @@ import subprocess
 
 import pytest
 
-ROOT = pathlib.Path(__file__).resolve().parent.parent
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 if not (ROOT / ".ci" / "run").is_file():  # an unpacked sdist carries no .ci/
     pytest.skip("no .ci/ here: a checkout's tests", allow_module_level=True)
 CI = (ROOT / ".ci" / "run").read_text()

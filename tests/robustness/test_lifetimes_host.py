@@ -1,13 +1,13 @@
 """The host-side half of issue 21's lifetime work, no GPU needed: the rules
 are written where they are owned, raw stream handles are documented as
 trusted, and the event stack exists once. (Closing and holding a Stream
-needs a CUDA device to make one: tests/test_lifetimes_gpu.py.)"""
+needs a CUDA device to make one: tests/robustness/test_lifetimes_gpu.py.)"""
 import pathlib
 import re
 
 import fastmog
 
-SRC = pathlib.Path(__file__).resolve().parent.parent / "src"
+SRC = pathlib.Path(__file__).resolve().parents[2] / "src"
 
 
 def test_memory_reuse_rule_is_written_in_devmem_c():
