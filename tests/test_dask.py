@@ -157,6 +157,39 @@ def test_cli_several_sources_mistakes(sources, tmp_path):
         run(*sources[:2], "--workers", "2", "--scheduler", "tcp://127.0.0.1:1"))
 
 
+class Slow:
+    """A source whose frames take a while, so it is still running on its worker
+    while the client polls the cluster several times."""
+
+    def __init__(self, n, seconds):
+        self.n, self.seconds = n, seconds
+
+    def __call__(self):
+        rng = np.random.default_rng(1)
+        for _ in range(self.n):
+            time.sleep(self.seconds)
+            yield rng.integers(0, 256, (24, 32), dtype=np.uint8)
+
+
+def test_an_empty_cached_worker_list_loses_nothing(client, monkeypatch):
+    """client.scheduler_info() is a cache that distributed's periodic refresh
+    can leave without workers while they are busy and well: a source is lost
+    only when the scheduler removes its worker, so healthy sources finish."""
+    real, calls = client.scheduler_info, []
+
+    def flaky(*args, **kwargs):
+        calls.append(1)
+        info = real(*args, **kwargs)
+        return info if len(calls) == 1 else {**info, "workers": {}}
+
+    monkeypatch.setattr(client, "scheduler_info", flaky)
+    results = fastmog.process_sources([Slow(6, 0.2), Slow(5, 0.2)], client=client,
+                                      mog2_kwargs=MOG2, device_policy="cpu")
+    assert len(calls) > 2                    # it was asked while the sources ran
+    assert [r.status for r in results] == ["done", "done"], [r.error for r in results]
+    assert [r.frames for r in results] == [6, 5]
+
+
 class KillsItsWorker:
     """A source that yields a few frames, then kills the worker process it
     runs in (as a crashing decoder would)."""

@@ -8,8 +8,10 @@ that task, so frame order and model state never leave one process. The client
 hands out one source per worker at a time and the next one when a worker is
 free, so sources of different lengths balance and a lost worker held exactly
 one source. A pinned task is never moved to another worker by the scheduler,
-so a source is never silently restarted elsewhere: the client sees the worker
-leave the cluster and reports the source as lost. (A Dask actor would pin the
+so a source is never silently restarted elsewhere: the scheduler's
+"remove-worker" event names the worker and its tasks, and the client reports
+the source as lost (a task's own end, KilledWorker or cancelled, says so too;
+the client's cached worker list never does: it can be momentarily empty). (A Dask actor would pin the
 subtractor too, but would add a round trip per frame or a second protocol for
 the same thing; a task that owns the whole source needs neither.)
 
@@ -181,13 +183,61 @@ def live_workers(client):
     return {addr: w.get("host", addr) for addr, w in info.get("workers", {}).items()}
 
 
+class _Removals:
+    """The workers the scheduler removed while sources ran, from its own
+    "remove-worker" events (topic "all"), and the keys of the tasks they held.
+
+    Loss is decided from these events and from each task's future, never from
+    client.scheduler_info(): that is a cache which distributed's periodic
+    refresh can overwrite with an empty worker list while every worker is
+    busy and well. A handler the client already had for "all" still gets
+    every event, and is put back on exit."""
+
+    TOPIC = "all"
+
+    def __init__(self, client):
+        self.client, self.workers, self.keys = client, set(), set()
+        handlers = getattr(client, "_event_handlers", {})
+        self.previous = handlers.get(self.TOPIC) if isinstance(handlers, dict) else None
+
+    def __call__(self, event):
+        _, msg = event
+        if isinstance(msg, dict) and msg.get("action") == "remove-worker":
+            self.keys.update(msg.get("processing-tasks") or ())
+            self.workers.add(msg.get("worker"))
+        if self.previous is not None:
+            self.previous(event)
+
+    def lost(self, future, worker):
+        return worker in self.workers or future.key in self.keys
+
+    def __enter__(self):
+        # sent before any task: the scheduler registers it before their events
+        self.client.subscribe_topic(self.TOPIC, self)
+        return self
+
+    def __exit__(self, *exc):
+        try:
+            if self.previous is not None:
+                self.client.subscribe_topic(self.TOPIC, self.previous)
+            else:
+                self.client.unsubscribe_topic(self.TOPIC)
+        except Exception:                   # a client already closed has nothing to undo
+            pass
+
+
 def _schedule(client, sources, out_dirs, job, on_result):
+    with _Removals(client) as removed:
+        return _run_all(client, sources, out_dirs, job, on_result, removed)
+
+
+def _run_all(client, sources, out_dirs, job, on_result, removed):
     from distributed import wait
 
     results = [None] * len(sources)
     pending = collections.deque(range(len(sources)))
     running = {}                       # future -> (index, worker)
-    slots = {}                         # worker -> slot, while it lives
+    slots = {}                         # worker -> (host, slot), until it is removed
     without_workers = None
 
     def settle(i, result):
@@ -196,24 +246,27 @@ def _schedule(client, sources, out_dirs, job, on_result):
             on_result(result)
 
     while pending or running:
-        live = live_workers(client)
-        for w in [w for w in slots if w not in live]:
+        for w in [w for w in slots if w in removed.workers]:
             del slots[w]
         for future, (i, w) in list(running.items()):
-            if w not in live and not future.done():
+            if removed.lost(future, w) and not future.done():
                 # pinned: the scheduler will not move it, so it is given up here
                 future.cancel()
                 del running[future]
                 settle(i, SourceResult(sources[i], "lost", out_dir=out_dirs[i], worker=w,
                                        error=f"worker {w} was lost while processing it"))
+        # where to submit only: a worker missing from this (cached) list is
+        # merely not given a source now
+        live = {w: host for w, host in live_workers(client).items()
+                if w not in removed.workers}
         busy = {w for _, w in running.values()}
         for w in sorted(live):
             if w not in slots:
-                taken = {slots[o] for o in slots if live.get(o) == live[w]}
-                slots[w] = min(set(range(len(taken) + 1)) - taken)
+                taken = {slot for host, slot in slots.values() if host == live[w]}
+                slots[w] = (live[w], min(set(range(len(taken) + 1)) - taken))
             if pending and w not in busy:
                 i = pending.popleft()
-                future = client.submit(_run_source, sources[i], out_dirs[i], slots[w], job,
+                future = client.submit(_run_source, sources[i], out_dirs[i], slots[w][1], job,
                                        workers=[w], allow_other_workers=False, pure=False,
                                        key=f"fastmog-source-{i}-{os.urandom(4).hex()}")
                 running[future] = (i, w)
