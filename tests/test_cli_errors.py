@@ -202,3 +202,52 @@ def test_size_with_file_input(tmp_path, capsys):
     d.mkdir()
     cv2.imwrite(str(d / "in000001.png"), np.full((24, 32), 9, np.uint8))
     assert "--size" in one_error_line(run_in_process(capsys, d, "--size", "64x64"))
+
+
+def _mask_folder(folder, n=3):
+    folder.mkdir()
+    for i in range(n):
+        cv2.imwrite(str(folder / f"mask_{i:06d}.png"), np.full((24, 32), 40 * i, np.uint8))
+    return folder
+
+
+def test_out_that_is_the_input_folder_is_refused_and_kept(tmp_path, capsys):
+    masks = _mask_folder(tmp_path / "masks")
+    link = tmp_path / "link"
+    os.symlink(masks, link)
+    for out in (masks, link, masks / "sub"):
+        r = run_in_process(capsys, masks, "--cpu", "--out", out, "--overwrite")
+        assert "input" in one_error_line(r) and not_run(r)
+    assert sorted(p.name for p in masks.iterdir()) == [f"mask_{i:06d}.png" for i in range(3)]
+
+
+def test_out_that_is_the_input_video_is_refused_and_kept(tmp_path, capsys):
+    video = tmp_path / "video.avi"
+    writer = cv2.VideoWriter(str(video), cv2.VideoWriter_fourcc(*"MJPG"), 25, (32, 24))
+    for i in range(3):
+        writer.write(np.full((24, 32, 3), 30 * i, np.uint8))
+    writer.release()
+    size = video.stat().st_size
+    for flag in ("--out", "--preview", "--trace"):
+        r = run_in_process(capsys, video, "--cpu", flag, video, "--overwrite")
+        assert f"{flag} " in one_error_line(r) and "is the input" in r.stderr and not_run(r)
+    assert video.stat().st_size == size
+
+
+def test_several_sources_out_subfolder_that_is_an_input_is_refused(tmp_path, capsys):
+    a, b = _mask_folder(tmp_path / "a"), _mask_folder(tmp_path / "b")
+    r = run_in_process(capsys, a, b, "--cpu", "--out", tmp_path, "--overwrite")
+    assert "is the input" in one_error_line(r)
+    assert len(list(a.iterdir())) == 3 and len(list(b.iterdir())) == 3
+
+
+def test_every_output_needs_overwrite_to_replace_a_file(tmp_path, capsys):
+    for flag, name in (("--preview", "p.png"), ("--trace", "t.json")):
+        existing = tmp_path / name
+        existing.write_text("mine")
+        r = run_in_process(capsys, *SMALL, "--cpu", flag, existing)
+        assert "pass --overwrite" in one_error_line(r) and not_run(r)
+        assert existing.read_text() == "mine"
+    r = run_in_process(capsys, *SMALL, "--cpu", "--preview", tmp_path / "x.png",
+                       "--trace", tmp_path / "x.png")
+    assert "name the same file" in one_error_line(r)

@@ -30,6 +30,32 @@ def check_options(args, found):
         raise UserError("--fps sets the frame rate of a mask video; --out names no video")
 
 
+def check_outputs(outputs, inputs, overwrite):
+    """Refuses, before any work, outputs that would destroy an input or each
+    other, and (without --overwrite) a --preview or --trace file that exists:
+    one rule for every output. outputs: {flag: path or None}; inputs: the
+    paths the run reads (files or folders). Paths are compared with symbolic
+    links resolved."""
+    read = [(p, os.path.realpath(p)) for p in inputs if p is not None]
+    seen = {}
+    for flag, path in outputs.items():
+        if path is None:
+            continue
+        real = os.path.realpath(path)
+        for given, source in read:
+            if real == source:
+                raise UserError(f"{flag} {shown(path)} is the input {shown(given)}: writing "
+                                f"it would destroy what is being read; choose another path")
+            if os.path.isdir(source) and real.startswith(source.rstrip(os.sep) + os.sep):
+                raise UserError(f"{flag} {shown(path)} is inside the input {shown(given)}: "
+                                f"choose a path outside it")
+        if real in seen:
+            raise UserError(f"{seen[real]} and {flag} name the same file {shown(path)}")
+        seen[real] = flag
+        if flag != "--out" and os.path.lexists(path) and not overwrite:
+            raise UserError(f"{flag} {shown(path)} exists: pass --overwrite to replace it")
+
+
 def _available_host_memory():
     """Bytes the kernel says can be allocated without swapping, or None."""
     try:

@@ -5,7 +5,7 @@ import sys
 import time
 
 from .. import cpu
-from . import _sources, _writers
+from . import _checks, _sources, _writers
 from ._dask import live_workers, local_client, process_sources, source_name, unique_names
 from ._errors import EXIT_INCOMPLETE, EXIT_OK, UserError, shown
 from ._options import mog2_kwargs
@@ -28,12 +28,15 @@ def check(args):
     if not args.input:
         raise UserError("--workers and --scheduler need sources: give one or more videos or "
                         "folders of frames")
+    inputs = []
     for text in args.input:
         found = _sources.find_input(text)
+        inputs.append(found.cdnet or found.path)
         if args.decode != "auto" and found.kind != "video":
             raise UserError(f"--decode {args.decode} is for video files; "
                             f"{shown(text)} is a folder")
     out_dirs = [None] * len(args.input)
+    _checks.check_outputs({"--out": args.out}, inputs, args.overwrite)
     if args.out is not None:
         if args.out.suffix.lower() in _writers.LOSSLESS_VIDEO | _writers.LOSSY_VIDEO:
             raise UserError(f"--out {shown(args.out)} names a video; with several sources "
@@ -41,9 +44,12 @@ def check(args):
         if args.out.exists() and not args.out.is_dir():
             raise UserError(f"cannot write masks to {shown(args.out)}: it is a file, "
                             f"not a folder")
+        names = unique_names(args.input)
+        for name in names:      # cam1 --out . would write into the input cam1/
+            _checks.check_outputs({"--out": args.out / name}, inputs, args.overwrite)
         # each subfolder is checked (and made) now: a used one must not cost a run
         out_dirs = [_writers.PngSequence(args.out / name, args.overwrite).path
-                    for name in unique_names(args.input)]
+                    for name in names]
     try:
         cpu.BackgroundSubtractorMOG2(**mog2_kwargs(args))
     except (ValueError, TypeError) as e:

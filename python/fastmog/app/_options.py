@@ -147,8 +147,10 @@ def build_parser():
                         "video (.mkv or .avi) (default: masks are not kept)")
     p.add_argument("--overwrite", action="store_true",
                    help="let --out replace an existing video, or delete the mask_NNNNNN.png "
-                        "files in a non-empty folder first; other files are never touched "
-                        "(default: off, a used --out is refused)")
+                        "files in a non-empty folder first, and let --preview and --trace "
+                        "replace existing files; other files are never touched, and an "
+                        "output that is or lies inside an input is always refused "
+                        "(default: off, a used output is refused)")
     p.add_argument("--fps", type=_fps,
                    help="frame rate of the mask video (default: the input video's, 25 for "
                         "frames and the built-in scene)")

@@ -30,6 +30,9 @@ def run(args):
         raise UserError(str(e)) from None
 
     # outputs first: a mistake there must not cost a whole run
+    _checks.check_outputs({"--out": args.out, "--preview": args.preview,
+                           "--trace": args.trace},
+                          [found.cdnet or found.path, args.ground_truth], args.overwrite)
     writer = _writers.mask_writer(args.out, args.overwrite)
     if args.preview is not None:
         _writers.check_preview(args.preview)
