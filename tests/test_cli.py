@@ -2,6 +2,7 @@
 the report, options generated from the parameter table, the decoder wiring."""
 import math
 import os
+import pathlib
 import pty
 import signal
 import subprocess
@@ -14,7 +15,7 @@ import pytest
 import fastmog
 from fastmog.app import _cvio
 from fastmog.app._errors import UserError
-from cli_helpers import one_error_line, run, write_cdnet
+from cli_helpers import one_error_line, run, write_cdnet, write_gapped_mkv
 from conftest import GPU_OK
 
 cv2 = pytest.importorskip("cv2")
@@ -398,3 +399,21 @@ def test_factories_take_their_defaults_from_the_table():
     sub = fastmog.cpu.createBackgroundSubtractorMOG2()
     assert (sub.history, sub.var_threshold, sub.detect_shadows) == \
         (table["history"], table["var_threshold"], table["detect_shadows"])
+
+
+def test_a_video_with_a_hole_exits_3_naming_it(tmp_path):
+    """A damaged video whose decoder skips frames in the middle is not
+    complete: exit 3 names the missing frames; --accept-short accepts it."""
+    video = write_gapped_mkv(tmp_path / "hole.mkv", [*range(10), *range(25, 30)])
+    line = one_error_line(run(video, "--cpu"), status=3)
+    assert "frames 10-24 are missing" in line and "--accept-short" in line
+    r = run(video, "--cpu", "--accept-short")
+    assert r.returncode == 0 and "frames 10-24 are missing" in r.stdout, r.stderr
+
+
+def test_the_corrupt_clip_is_not_complete():
+    clips = pathlib.Path(__file__).resolve().parent.parent / ".testdata" / "clips"
+    if not (clips / "vtest_h264_corrupt.mkv").is_file():
+        pytest.skip("no test clips: run python benchmarks/make_clips.py")
+    line = one_error_line(run(clips / "vtest_h264_corrupt.mkv", "--cpu"), status=3)
+    assert "frames 55-56, 58-89 are missing" in line

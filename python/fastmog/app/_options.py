@@ -13,8 +13,8 @@ from ._sources import SourceOptions
 EPILOG = """\
 exit status: 0 done; 2 a mistake in the command, its input or its outputs (one
 line on stderr, found before the run where possible); 3 the video ended before
-the frame count its container announces (truncated or corrupt; --accept-short
-makes this 0); 4 several sources: a Dask worker was lost with a source (one
+the frame count its container announces or its timestamps skip frames in the
+middle (truncated or corrupt; --accept-short makes this 0); 4 several sources: a Dask worker was lost with a source (one
 line each) or a source failed; 130 interrupted by Ctrl-C (what was written is
 kept).
 """
@@ -162,7 +162,8 @@ def build_parser():
                         "(default: none, or the sequence's own for a CDnet folder)")
     p.add_argument("--accept-short", action="store_true",
                    help="exit 0 when a video ends before the frame count its container "
-                        "announces (default: off, exit status 3)")
+                        "announces, or its timestamps skip frames in the middle (default: "
+                        "off, exit status 3)")
     p.add_argument("--decode", choices=("auto", "nvdec", "cpu"), default="auto",
                    help="video decoder: nvdec (on the GPU), cpu, or auto: NVDEC when it can "
                         "decode the video, else the CPU, saying why (default: auto)")

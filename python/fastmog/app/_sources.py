@@ -128,12 +128,20 @@ class Source:
             self.reader.close()
 
     @property
+    def gaps(self):
+        """Ranges of frame numbers missing between frames read (a damaged
+        video whose decoder skipped ahead), from the reader's timestamps."""
+        return self.reader.gaps if self.reader is not None else []
+
+    @property
     def short(self):
         """True when fewer frames came than the container announced (or the
         decoder stopped on an error) and the stream did not reach the end of
         its timeline: a file that stores repeated frames as empty chunks
         (tree.avi: 444 announced, 68 decoded, the last at 29.5 s of 29.6) is
         complete, even where the reader calls it truncated."""
+        if self.gaps:
+            return True
         if self.expected is None:
             return self.decode_error is not None
         if self.read >= self.expected:

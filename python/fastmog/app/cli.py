@@ -130,12 +130,20 @@ def _process(args, sub, source, writer, truth, timer, streams):
         why = f": {source.decode_error}" if source.decode_error else ""
         of = f" of the {source.expected} its container announces" if source.expected else ""
         what = f"read {source.read} frames{of} (truncated or corrupt video{why})"
+        if source.gaps:
+            what = (f"read {source.read} frames{of}: frames "
+                    f"{_ranges(source.gaps)} are missing (corrupt video)")
         if args.accept_short:
             print(f"fastmog: note: {what}; accepted (--accept-short)")
         else:
             print(f"fastmog: error: {what}; pass --accept-short to accept it", file=sys.stderr)
             return EXIT_SHORT
     return EXIT_OK
+
+
+def _ranges(gaps):
+    """(55, 56), (58, 89) as "55-56, 58-89"."""
+    return ", ".join(f"{a}-{b}" if b > a else f"{a}" for a, b in gaps)
 
 
 def main(argv=None):
