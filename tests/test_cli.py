@@ -417,3 +417,100 @@ def test_the_corrupt_clip_is_not_complete():
         pytest.skip("no test clips: run python benchmarks/make_clips.py")
     line = one_error_line(run(clips / "vtest_h264_corrupt.mkv", "--cpu"), status=3)
     assert "frames 55-56, 58-89 are missing" in line
+
+
+def _frames_in(video):
+    cap, n = cv2.VideoCapture(str(video)), 0
+    while cap.read()[0]:
+        n += 1
+    cap.release()
+    return n
+
+
+@pytest.mark.parametrize("name", ["SIGTERM", "SIGHUP"])
+def test_sigterm_and_sighup_stop_like_ctrl_c(tmp_path, name):
+    """What schedulers and closing terminals send: the run stops cleanly, the
+    mask video is closed whole, the summary is printed, status 128 + signal."""
+    out = tmp_path / "masks.mkv"
+    p = subprocess.Popen([sys.executable, "-m", "fastmog", "--size", "320x240", "--frames",
+                          "100000", "--out", str(out)], stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 60
+    while time.time() < deadline and (not out.exists() or out.stat().st_size < 4096):
+        time.sleep(0.1)
+    number = getattr(signal, name)
+    p.send_signal(number)
+    stdout, stderr = p.communicate(timeout=60)
+    assert p.returncode == 128 + number, stderr
+    assert "interrupted after" in stdout and f"stopped by {name}" in stdout
+    assert "Traceback" not in stderr
+    wrote = int(stdout.split("fastmog: wrote ")[1].split()[0])
+    assert "(not read back: interrupted)" in stdout
+    assert wrote == _frames_in(out) > 0
+
+
+def test_interrupted_mask_video_counts_what_it_holds(tmp_path, monkeypatch, capsys):
+    """Ctrl-C arriving while a mask is written: the count reported is what the
+    file holds, and no read-back is claimed."""
+    from cli_helpers import run_in_process
+    from fastmog.app import _writers
+
+    opened = _writers.LosslessVideo._open
+
+    class Interrupting:
+        def __init__(self, video):
+            self.video, self.n = video, 0
+
+        def write(self, frame):
+            self.video.write(frame)
+            self.n += 1
+            if self.n == 5:               # the signal lands as OpenCV returns
+                os.kill(os.getpid(), signal.SIGINT)
+
+        def release(self):
+            self.video.release()
+
+    def interrupting_open(self, path, *args):
+        video = opened(self, path, *args)
+        return Interrupting(video) if path == self.path and video is not None else video
+
+    monkeypatch.setattr(_writers.LosslessVideo, "_open", interrupting_open)
+    out = tmp_path / "masks.mkv"
+    r = run_in_process(capsys, "--size", "64x48", "--frames", "20", "--cpu", "--out", out)
+    assert r.returncode == 130, r.stderr
+    assert "interrupted after 5 frames" in r.stdout
+    assert "wrote 5 masks" in r.stdout and "(not read back: interrupted)" in r.stdout
+    assert _frames_in(out) == 5
+
+
+def test_a_full_disk_stops_the_mask_video_at_once(tmp_path, monkeypatch, capsys):
+    """FFmpeg's writer reports no failed write: a file that stops growing on a
+    disk with no room left stops the run there, naming ENOSPC."""
+    from cli_helpers import run_in_process
+    from fastmog.app import _writers
+
+    monkeypatch.setattr(_writers, "_file_size", lambda path: 0, raising=False)
+    monkeypatch.setattr(_writers, "_free_bytes", lambda folder: 0, raising=False)
+    out = tmp_path / "masks.mkv"
+    r = run_in_process(capsys, "--size", "64x48", "--frames", "20", "--cpu", "--out", out)
+    line = one_error_line(r)
+    assert "no space left on device (ENOSPC) after 1 masks" in line
+    assert "is partial: 1 masks written" in line and "processed" not in r.stdout
+
+
+def test_a_trace_on_a_full_disk_leaves_no_file(tmp_path, monkeypatch, capsys):
+    import errno
+
+    from cli_helpers import run_in_process
+    from fastmog import _timing
+
+    def full(self, path):
+        with open(path, "w"):             # created, then the disk is full
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(_timing.Timer, "to_chrome_trace", full)
+    trace = tmp_path / "trace.json"
+    r = run_in_process(capsys, "--size", "64x48", "--frames", "3", "--cpu", "--trace", trace)
+    line = one_error_line(r)
+    assert "cannot write the trace" in line and "No space left on device" in line
+    assert list(tmp_path.iterdir()) == []

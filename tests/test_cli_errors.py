@@ -251,3 +251,14 @@ def test_every_output_needs_overwrite_to_replace_a_file(tmp_path, capsys):
     r = run_in_process(capsys, *SMALL, "--cpu", "--preview", tmp_path / "x.png",
                        "--trace", tmp_path / "x.png")
     assert "name the same file" in one_error_line(r)
+
+
+def test_an_error_mid_run_names_the_partial_output(tmp_path):
+    d = tmp_path / "frames"
+    d.mkdir()
+    for i, h in enumerate((20, 20, 21)):
+        cv2.imwrite(str(d / f"in{i:06d}.png"), np.full((h, 30), 9, np.uint8))
+    out = tmp_path / "masks"
+    line = one_error_line(run(d, "--cpu", "--out", out))
+    assert "frame 2 is 30x21x3" in line and f"{out} is partial: 2 masks written" in line
+    assert len(list(out.glob("mask_*.png"))) == 2

@@ -15,8 +15,9 @@ exit status: 0 done; 2 a mistake in the command, its input or its outputs (one
 line on stderr, found before the run where possible); 3 the video ended before
 the frame count its container announces or its timestamps skip frames in the
 middle (truncated or corrupt; --accept-short makes this 0); 4 several sources: a Dask worker was lost with a source (one
-line each) or a source failed; 130 interrupted by Ctrl-C (what was written is
-kept).
+line each) or a source failed; 130 interrupted by Ctrl-C, 143 by SIGTERM, 129
+by SIGHUP (128 + the signal: the run stops cleanly, what was written is kept
+and the summary printed).
 """
 
 

@@ -128,6 +128,7 @@ class LosslessVideo:
         self.path, self.count = pathlib.Path(out), 0
         self.cv2 = _cvio.cv2("writing a mask video")
         self.video, self.fps, self.digests = None, DEFAULT_FPS, []
+        self.size = 0                          # the file's size when it last grew
         if self.path.exists() and not overwrite and not self.path.is_dir():
             raise UserError(f"--out {shown(out)} exists: pass --overwrite to replace it")
         check_writable_file(self.path, "the mask video")
@@ -171,6 +172,25 @@ class LosslessVideo:
         self.video.write(np.ascontiguousarray(mask))
         self.digests.append(_digest(mask))
         self.count += 1
+        self._check_space(mask.nbytes)
+
+    def _check_space(self, nbytes):
+        """OpenCV's writer reports no failed write: a full disk shows as a file
+        that stops growing. While it grows all is well; when it has not grown
+        since the last mask (FFmpeg buffers, and masks compress well) and the
+        disk has less room than a raw mask, the run stops here, not after."""
+        try:
+            size = _file_size(self.path)
+        except OSError as e:
+            raise UserError(f"cannot write the mask video {shown(self.path)}: "
+                            f"{e.strerror or e}") from None
+        if size > self.size:
+            self.size = size
+            return
+        free = _free_bytes(self.path.parent)
+        if free is not None and free < max(nbytes, 1 << 20):
+            raise UserError(f"cannot write the mask video {shown(self.path)}: no space left "
+                            f"on device (ENOSPC) after {self.count} masks")
 
     def close(self):
         if self.video is not None:
@@ -191,6 +211,19 @@ class LosslessVideo:
         if n != len(self.digests):
             raise UserError(f"the mask video {shown(self.path)} reads back {n} of the "
                             f"{len(self.digests)} masks written")
+
+
+def _file_size(path):
+    return os.stat(path).st_size
+
+
+def _free_bytes(folder):
+    """Bytes an unprivileged writer may still use in `folder`, or None."""
+    try:
+        st = os.statvfs(folder)
+    except OSError:
+        return None
+    return st.f_bavail * st.f_frsize
 
 
 def _read_back(cv2, path):

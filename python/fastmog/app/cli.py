@@ -7,12 +7,15 @@ _progress, several sources in _multi. Every mistake the user can make ends
 with one line on stderr and exit status 2, found before the run wherever it
 can be (exit statuses: _options.EPILOG).
 """
+import contextlib
+import errno
+import os
 import sys
 
 from .. import _fastmog
 from .._timing import Timer
-from . import _checks, _cvio, _loop, _multi, _sources, _writers
-from ._errors import EXIT_INTERRUPTED, EXIT_OK, EXIT_SHORT, EXIT_USAGE, UserError, shown
+from . import _checks, _cvio, _loop, _multi, _signals, _sources, _writers
+from ._errors import EXIT_OK, EXIT_SHORT, EXIT_USAGE, UserError, shown
 from ._options import build_parser, distributed, mog2_kwargs, source_options
 from ._progress import Progress
 
@@ -82,11 +85,18 @@ def _process(args, sub, source, writer, truth, timer, streams):
         number = source.numbers[index] if source.numbers else index
         truth.add(number if number is not None else index, mask)
 
-    done = _loop.process(sub, source, writer, streams=streams,
-                         learning_rate=args.learning_rate, batch=args.batch, timer=timer,
-                         on_mask=score if truth is not None else None,
-                         progress=Progress(label, source.count),
-                         keep_last=args.preview is not None)
+    try:
+        done = _loop.process(sub, source, writer, streams=streams,
+                             learning_rate=args.learning_rate, batch=args.batch, timer=timer,
+                             on_mask=score if truth is not None else None,
+                             progress=Progress(label, source.count),
+                             keep_last=args.preview is not None)
+    except UserError as e:
+        if writer.count and writer.path is not None:
+            # what this run wrote is kept, and the error line says it is incomplete
+            raise UserError(f"{e} ({shown(writer.path)} is partial: {writer.count} masks "
+                            f"written)") from None
+        raise
     interrupted, elapsed = done.interrupted, done.seconds
     if done.frames == 0 and not interrupted:
         raise UserError("no frame was processed")
@@ -98,10 +108,13 @@ def _process(args, sub, source, writer, truth, timer, streams):
     status = "interrupted after" if interrupted else "processed"
     print(f"fastmog: {status} {done.frames} frames in {elapsed:.3f} s: "
           f"{done.frames / elapsed:.1f} frames/s, {done.pixels / elapsed / 1e6:.1f} megapixels/s"
-          + (" (including writing the masks)" if args.out is not None else ""))
+          + (" (including writing the masks)" if args.out is not None else "")
+          + (f" (stopped by {_signals.name(done.interrupt)})" if interrupted else ""))
     if writer.count:
-        print(f"fastmog: wrote {writer.count} masks to {shown(args.out)}"
-              + (" (read back: exact)" if isinstance(writer, _writers.LosslessVideo) else ""))
+        checked = ""
+        if isinstance(writer, _writers.LosslessVideo):
+            checked = " (not read back: interrupted)" if interrupted else " (read back: exact)"
+        print(f"fastmog: wrote {writer.count} masks to {shown(args.out)}{checked}")
     if done.last_mask is not None:
         print(f"fastmog: wrote the preview {shown(args.preview)}")
     if truth is not None:
@@ -115,14 +128,10 @@ def _process(args, sub, source, writer, truth, timer, streams):
         if args.profile or args.sync:
             print(timer.report())
         if args.trace is not None:
-            try:
-                timer.to_chrome_trace(args.trace)
-            except OSError as e:
-                raise UserError(f"cannot write the trace {shown(args.trace)}: "
-                                f"{e.strerror or e}") from None
+            _write_trace(timer, args.trace)
             print(f"fastmog: wrote the trace {shown(args.trace)}")
     if interrupted:
-        return EXIT_INTERRUPTED
+        return _signals.exit_status(done.interrupt)
     if not source.short and source.expected and source.read < source.expected:
         print(f"fastmog: note: the container announces {source.expected} frames; the "
               f"{source.read} decoded reach the end of its timeline (the others repeat them)")
@@ -141,6 +150,25 @@ def _process(args, sub, source, writer, truth, timer, streams):
     return EXIT_OK
 
 
+def _write_trace(timer, path):
+    """The trace under a hidden name first, renamed when whole: a full disk
+    leaves no empty or cut file under the real name (nor the hidden one)."""
+    folder, name = os.path.split(os.fsdecode(path))
+    partial = os.path.join(folder, f".{name}.partial")
+    try:
+        timer.to_chrome_trace(partial)
+        os.replace(partial, path)
+    except OSError as e:
+        with contextlib.suppress(OSError):
+            os.unlink(partial)
+        raise UserError(f"cannot write the trace {shown(path)}: {e.strerror or e}"
+                        + (" (ENOSPC)" if e.errno == errno.ENOSPC else "")) from None
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(partial)
+        raise
+
+
 def _ranges(gaps):
     """(55, 56), (58, 89) as "55-56, 58-89"."""
     return ", ".join(f"{a}-{b}" if b > a else f"{a}" for a, b in gaps)
@@ -153,6 +181,11 @@ def main(argv=None):
             out.reconfigure(errors="backslashreplace")
     _cvio.quiet_opencv()
     args = build_parser().parse_args(argv)
+    with _signals.handled():
+        return _main(args)
+
+
+def _main(args):
     try:
         if distributed(args):
             return _multi.run(args)
@@ -167,7 +200,7 @@ def main(argv=None):
         if e.name != "cudaErrorMemoryAllocation":
             raise
         print(f"fastmog: error: out of GPU memory ({e}): use smaller frames", file=sys.stderr)
-    except KeyboardInterrupt:
-        print("fastmog: interrupted", file=sys.stderr)
-        return EXIT_INTERRUPTED
+    except KeyboardInterrupt as e:
+        print(f"fastmog: interrupted ({_signals.name(e)})", file=sys.stderr)
+        return _signals.exit_status(e)
     return EXIT_USAGE
