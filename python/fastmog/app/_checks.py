@@ -23,6 +23,8 @@ def check_options(args, found):
         if args.ground_truth is not None:
             raise UserError("--ground-truth needs file input: the built-in scene has no "
                             "ground truth")
+    if args.preview_full_size and args.preview is None:
+        raise UserError("--preview-full-size sizes the --preview image; no --preview is given")
     if args.decode != "auto" and found.kind != "video":
         raise UserError(f"--decode {args.decode} is for video files")
     if args.fps is not None and (args.out is None
@@ -118,6 +120,19 @@ def open_ground_truth(path, first_shape, numbers):
     return truth
 
 
+def no_gpu_reason(status):
+    """Why no GPU is usable, in a user's words (fastmog.diagnose() gives the
+    CUDA error's name and text)."""
+    if status == "cudaErrorInsufficientDriver":
+        # CUDA's name covers both: no driver at all, or one older than the runtime
+        if not os.path.exists("/proc/driver/nvidia/version"):
+            return "no NVIDIA driver found"
+        return "the NVIDIA driver is older than this build's CUDA needs"
+    if status == "cudaErrorNoDevice":
+        return "no NVIDIA GPU found"
+    return f"no usable GPU ({status})"
+
+
 def choose_device(args):
     """(on_gpu, why not) after checking --device and --cpu."""
     if args.cpu:
@@ -128,8 +143,8 @@ def choose_device(args):
         status, text = _fastmog._cuda_status()
         if args.device is not None:
             raise UserError(f"--device {args.device}: no CUDA device is usable here "
-                            f"({status}: {text})")
-        return False, f"no usable GPU ({status})"
+                            f"({no_gpu_reason(status)})")
+        return False, no_gpu_reason(status)
     if args.device is not None and not args.device < _fastmog.device_count():
         raise UserError(f"--device {args.device} does not exist: this machine has "
                         f"{_fastmog.device_count()} CUDA device(s)")

@@ -11,7 +11,7 @@ from ._errors import EXIT_INCOMPLETE, EXIT_OK, UserError, shown
 from ._options import mog2_kwargs
 
 # single-run options that have no meaning, or no implementation, per source here
-_SINGLE_ONLY = [("preview", "--preview"), ("ground_truth", "--ground-truth"),
+_SINGLE_ONLY = [("preview", "--preview"), ("preview_full_size", "--preview-full-size"), ("ground_truth", "--ground-truth"),
                 ("trace", "--trace"), ("profile", "--profile"), ("sync", "--sync"),
                 ("device", "--device"), ("size", "--size"), ("colour", "--colour"),
                 ("fps", "--fps"), ("accept_short", "--accept-short")]
@@ -44,6 +44,7 @@ def check(args):
         if args.out.exists() and not args.out.is_dir():
             raise UserError(f"cannot write masks to {shown(args.out)}: it is a file, "
                             f"not a folder")
+        _writers.check_folder_name(args.out)
         names = unique_names(args.input)
         for name in names:      # cam1 --out . would write into the input cam1/
             _checks.check_outputs({"--out": args.out / name}, inputs, args.overwrite)

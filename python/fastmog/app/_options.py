@@ -157,7 +157,10 @@ def build_parser():
                         "frames and the built-in scene)")
     p.add_argument("--preview", type=pathlib.Path, metavar="IMAGE",
                    help="write frame | mask | background of the last frame as one image, "
-                        "e.g. preview.png (default: none)")
+                        "e.g. preview.png, each panel at most 1280 pixels wide (default: none)")
+    p.add_argument("--preview-full-size", action="store_true",
+                   help="write the preview at the frames' own size (default: off, each panel "
+                        "at most 1280 pixels wide)")
     p.add_argument("--ground-truth", type=pathlib.Path, metavar="DIR",
                    help="score against CDnet-layout ground truth: precision, recall, F "
                         "(default: none, or the sequence's own for a CDnet folder)")

@@ -54,7 +54,18 @@ def mask_writer(out, overwrite):
     if suffix in IMAGE_SUFFIXES:
         raise UserError(f"--out {shown(out)} names one image; give a folder for the PNG "
                         f"sequence or a .mkv/.avi file for a video")
+    check_folder_name(out)
     return PngSequence(out, overwrite)
+
+
+def check_folder_name(out):
+    """A new --out folder has no extension: masks.gif would otherwise become a
+    folder where a file was meant (an existing folder is taken as it is)."""
+    suffix = pathlib.Path(out).suffix
+    if suffix and not os.path.isdir(out):
+        raise UserError(f"--out {shown(out)}: fastmog writes no {suffix.lower()} files; give a "
+                        f"folder (a name without extension, or one that exists) for PNG "
+                        f"masks, or a .mkv/.avi file for a lossless video")
 
 
 class NoMasks:
@@ -248,14 +259,25 @@ def check_preview(path):
     check_writable_file(path, "the preview")
 
 
-def write_preview(path, frame, mask, background):
-    """frame | mask | background side by side, as one colour image."""
+PREVIEW_PANEL_WIDTH = 1280      # a preview panel's width at most, unless full size is asked
+
+
+def write_preview(path, frame, mask, background, full_size=False):
+    """frame | mask | background side by side, as one colour image; each panel
+    scaled down to PREVIEW_PANEL_WIDTH wide unless full_size (a 4K preview
+    would be 11520 pixels wide). The mask is scaled by nearest neighbour, so
+    it keeps only its own values."""
     cv2 = _cvio.cv2("writing the preview")
 
-    def bgr(img):
+    def bgr(img, interpolation):
         if img.ndim == 3 and img.shape[2] == 1:        # NVDEC's luma plane is H x W x 1
             img = img[..., 0]
+        h, w = img.shape[:2]
+        if not full_size and w > PREVIEW_PANEL_WIDTH:
+            size = (PREVIEW_PANEL_WIDTH, max(1, round(h * PREVIEW_PANEL_WIDTH / w)))
+            img = cv2.resize(np.ascontiguousarray(img), size, interpolation=interpolation)
         return cv2.cvtColor(img, cv2.COLOR_GRAY2BGR) if img.ndim == 2 else img[..., :3]
 
-    _cvio.write_image(path, np.concatenate([bgr(frame), bgr(mask), bgr(background)], axis=1),
-                      "the preview")
+    panels = [bgr(frame, cv2.INTER_AREA), bgr(mask, cv2.INTER_NEAREST),
+              bgr(background, cv2.INTER_AREA)]
+    _cvio.write_image(path, np.concatenate(panels, axis=1), "the preview")

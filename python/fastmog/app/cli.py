@@ -53,7 +53,8 @@ def run(args):
     profiling = args.profile or args.sync or args.trace is not None
     timer = Timer(sync=args.sync) if profiling else None
     if not on_gpu:
-        print(f"fastmog: {why_host}: running the host reference (slower)", file=sys.stderr)
+        print(f"fastmog: {why_host}: running the host reference (slower)"
+              + ("" if args.cpu else "; fastmog.diagnose() says more"), file=sys.stderr)
     check_memory = _checks.memory_check(on_gpu, args.device, args.n_mixtures, args.batch)
     streams = _loop.open_streams(args.device, on_gpu)
     source = _sources.open_source(found, source_options(args), on_gpu=on_gpu,
@@ -103,7 +104,8 @@ def _process(args, sub, source, writer, truth, timer, streams):
     if not interrupted:
         writer.verify()
     if done.last_mask is not None:
-        _writers.write_preview(args.preview, done.last_frame, done.last_mask, done.background)
+        _writers.write_preview(args.preview, done.last_frame, done.last_mask, done.background,
+                               full_size=args.preview_full_size)
 
     status = "interrupted after" if interrupted else "processed"
     print(f"fastmog: {status} {done.frames} frames in {elapsed:.3f} s: "
