@@ -5,6 +5,7 @@ import concurrent.futures
 import hashlib
 import os
 import signal
+import subprocess
 import sys
 import time
 
@@ -221,3 +222,45 @@ def test_a_lost_worker_is_reported_and_the_others_finish(client, sources):
         assert r.status == "done", r.error
         assert r.worker != lost.worker
         assert r.digest == sha256(alone(folder))
+
+
+def test_cli_terminal_holds_only_fastmogs_lines(sources, tmp_path):
+    """A source that fails mid-run: its one line, and none of distributed's
+    (no worker error block, no "Port 8787 is already in use" warning, which a
+    listener on 8787 would otherwise bring)."""
+    import socket
+
+    broken = tmp_path / "broken"
+    broken.mkdir()
+    for f in sorted(sources[1].iterdir()):
+        (broken / f.name).write_bytes(f.read_bytes())
+    (broken / "frame_0004.png").write_bytes(b"not a png")
+    listener = socket.socket()
+    try:
+        listener.bind(("", 8787))
+        listener.listen()
+    except OSError:
+        pass                                  # taken already: the same case
+    try:
+        r = run(sources[0], broken, "--workers", "2", "--cpu", timeout=120)
+    finally:
+        listener.close()
+    assert r.returncode == 4
+    assert r.stderr.splitlines() == [f"fastmog: error: {broken}: cannot read image "
+                                     f"{broken / 'frame_0004.png'}: not an image OpenCV can "
+                                     f"decode"], r.stderr
+
+
+@pytest.mark.parametrize("after", [0.3, 0.7])
+def test_cli_ctrl_c_while_the_cluster_starts_is_one_line(sources, after):
+    """Ctrl-C from a terminal reaches fastmog and its worker processes alike."""
+    p = subprocess.Popen([sys.executable, "-m", "fastmog", *sources, "--workers", "2",
+                          "--cpu"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                         start_new_session=True)
+    time.sleep(after)
+    os.killpg(p.pid, signal.SIGINT)
+    _, stderr = p.communicate(timeout=90)
+    if p.returncode == 0:
+        pytest.skip("the run ended before Ctrl-C")
+    assert p.returncode == 130, stderr
+    assert stderr.splitlines() == ["fastmog: interrupted (Ctrl-C)"], stderr

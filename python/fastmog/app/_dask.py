@@ -31,6 +31,7 @@ import logging
 import os
 import pathlib
 import time
+import warnings
 
 import numpy as np
 
@@ -157,9 +158,13 @@ class local_client:
         if n < 1:
             raise ValueError(f"workers must be at least 1, got {n}")
         # workers are processes: one subtractor, one GIL and (GPU) one device each
-        self.cluster = distributed.LocalCluster(
-            n_workers=n, threads_per_worker=1, processes=True, dashboard_address=None,
-            silence_logs=logging.ERROR)
+        with warnings.catch_warnings():
+            # without a dashboard the scheduler still serves HTTP, by default on
+            # 8787, and warns when another cluster has it: no matter here
+            warnings.filterwarnings("ignore", message=r"Port \d+ is already in use")
+            self.cluster = distributed.LocalCluster(
+                n_workers=n, threads_per_worker=1, processes=True, dashboard_address=None,
+                silence_logs=logging.ERROR)
         try:
             self.client = distributed.Client(self.cluster)
         except BaseException:

@@ -1,6 +1,8 @@
 """python -m fastmog SRC [SRC ...]: the main job for several sources, on a
 local Dask cluster (--workers N) or an existing one (--scheduler ADDRESS),
 with one line per source as it finishes (the work itself is in _dask)."""
+import contextlib
+import os
 import sys
 import time
 
@@ -74,8 +76,35 @@ def _client(args):
     return client, f"the cluster at {args.scheduler}"
 
 
+@contextlib.contextmanager
+def _terminal_for_fastmog_only():
+    """While the cluster lives, file descriptor 2 (which every worker process
+    inherits, and where distributed's loggers write) goes to /dev/null, and
+    sys.stderr, fastmog's own lines, to the terminal: worker error blocks and
+    the tracebacks of workers hit by a terminal's Ctrl-C stay out of sight."""
+    sys.stderr.flush()
+    saved = os.dup(2)
+    null = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(null, 2)
+    os.close(null)
+    previous = sys.stderr
+    sys.stderr = open(saved, "w", buffering=1, errors="backslashreplace", closefd=False)
+    try:
+        yield
+    finally:
+        sys.stderr.flush()
+        sys.stderr = previous
+        os.dup2(saved, 2)
+        os.close(saved)
+
+
 def run(args):
     sources, out_dirs = check(args)
+    with _terminal_for_fastmog_only():
+        return _run(args, sources, out_dirs)
+
+
+def _run(args, sources, out_dirs):
     cluster, where = _client(args)
     with cluster as client:
         n_workers = len(live_workers(client))

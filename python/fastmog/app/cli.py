@@ -204,5 +204,13 @@ def _main(args):
         print(f"fastmog: error: out of GPU memory ({e}): use smaller frames", file=sys.stderr)
     except KeyboardInterrupt as e:
         print(f"fastmog: interrupted ({_signals.name(e)})", file=sys.stderr)
+        if distributed(args):
+            # a cluster cut short in its start is closed again at exit, with
+            # tracebacks: after the one line, nothing more reaches the terminal
+            sys.stderr.flush()
+            null = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(null, 2)
+            os.close(null)
+            sys.stderr = open(os.devnull, "w")
         return _signals.exit_status(e)
     return EXIT_USAGE
