@@ -264,3 +264,18 @@ def test_cli_ctrl_c_while_the_cluster_starts_is_one_line(sources, after):
         pytest.skip("the run ended before Ctrl-C")
     assert p.returncode == 130, stderr
     assert stderr.splitlines() == ["fastmog: interrupted (Ctrl-C)"], stderr
+
+
+def test_a_cdnet_sequence_among_several_is_scored(sources, tmp_path):
+    """As alone: its own groundtruth/ scores it, in its source's line."""
+    from cli_helpers import write_cdnet
+
+    seq = write_cdnet(tmp_path / "seq", n=6, roi_text="2 6")
+    alone_run = run(seq, "--cpu", "--history", "20", "--var-threshold", "12")
+    assert alone_run.returncode == 0, alone_run.stderr
+    expected = alone_run.stdout.split("precision ")[1].split(" over")[0]
+    r = run(seq, sources[1], "--workers", "2", "--cpu", "--history", "20", "--var-threshold",
+            "12", timeout=120)
+    assert r.returncode == 0, r.stderr
+    line, = [l for l in r.stdout.splitlines() if l.startswith(f"fastmog: {seq}:")]
+    assert f"CDnet ground truth: precision {expected} over 5 frames" in line, (line, expected)

@@ -53,7 +53,10 @@ class SourceResult:
     digest: SHA-256 (hex) of the masks' bytes, frame after frame (each an
     H x W uint8 array in row order), so a run elsewhere can be compared.
     seconds: time on the worker from the first frame to the last mask.
-    device: the CUDA device it ran on, or None for the host reference."""
+    device: the CUDA device it ran on, or None for the host reference.
+    score: for a CDnet sequence folder, its masks scored against its own
+    groundtruth/ as the main job does ("precision", "recall", "f_measure",
+    "frames" scored); None for other sources."""
 
     source: object
     status: str
@@ -65,6 +68,7 @@ class SourceResult:
     device: int | None = None
     seconds: float | None = None
     error: str | None = None
+    score: dict | None = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -334,12 +338,22 @@ def _run_source(source, out_dir, slot, job):
     # the client checked the folder; a rerun's stale masks are replaced
     writer = _writers.PngSequence(out_dir, True) if out_dir is not None else _writers.NoMasks()
     streams = _loop.open_streams(device, on_gpu)
+    truth = None
     try:
         if isinstance(source, (str, bytes, os.PathLike)):
+            found = _sources.find_input(os.fsdecode(source))
             opened = _sources.open_source(
-                _sources.find_input(os.fsdecode(source)), job.read, on_gpu=on_gpu,
+                found, job.read, on_gpu=on_gpu,
                 stream=streams[1] if on_gpu else None, timer=None,
                 check_memory=_checks.memory_check(on_gpu, device, sub.n_mixtures))
+            if found.cdnet is not None:
+                # a CDnet sequence is scored against its own ground truth, as alone
+                try:
+                    truth = _checks.open_ground_truth(found.cdnet, opened.shape,
+                                                      opened.numbers)
+                except BaseException:
+                    opened.close()
+                    raise
         else:
             opened = _sources.open_callable(source, job.read.frames)
     except BaseException:
@@ -347,18 +361,27 @@ def _run_source(source, out_dir, slot, job):
             s.close()
         raise
     digest, shapes = hashlib.sha256(), []
+    numbers = opened.numbers
 
     def seen(index, mask):
         digest.update(np.ascontiguousarray(mask).data)
         shapes[:] = [mask.shape]
+        if truth is not None:
+            number = numbers[index] if numbers else None
+            truth.add(number if number is not None else index, mask)
 
     done = _loop.process(sub, opened, writer, streams=streams,
                          learning_rate=job.learning_rate, on_mask=seen)
     if done.interrupted:
         raise KeyboardInterrupt
+    score = None
+    if truth is not None:
+        s = truth.score
+        score = {"precision": s.precision, "recall": s.recall, "f_measure": s.f_measure,
+                 "frames": s.frames}
     return {"frames": done.frames, "shape": shapes[0] if shapes else None,
             "digest": digest.hexdigest(), "out_dir": out_dir, "device": device,
-            "seconds": done.seconds}
+            "seconds": done.seconds, "score": score}
 
 
 def unique_names(sources):

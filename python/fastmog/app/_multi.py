@@ -117,8 +117,14 @@ def _run(args, sources, out_dirs):
                 on = "the host reference" if r.device is None else f"GPU {r.device}"
                 rate = f"{r.frames / r.seconds:.1f} frames/s" if r.seconds else "-"
                 wrote = f"; masks in {shown(r.out_dir)}" if r.out_dir else ""
+                scored = ""
+                if r.score is not None:
+                    s = r.score
+                    scored = (f"; CDnet ground truth: precision {s['precision']:.4f} recall "
+                              f"{s['recall']:.4f} F-measure {s['f_measure']:.4f} over "
+                              f"{s['frames']} frames")
                 print(f"fastmog: {name}: {r.frames} frames in {r.seconds:.3f} s ({rate}) "
-                      f"on {on} of worker {r.worker}{wrote}")
+                      f"on {on} of worker {r.worker}{wrote}{scored}")
             elif r.status == "lost":
                 print(f"fastmog: error: {name}: lost: {r.error}", file=sys.stderr)
             else:
