@@ -279,3 +279,49 @@ def test_a_cdnet_sequence_among_several_is_scored(sources, tmp_path):
     assert r.returncode == 0, r.stderr
     line, = [l for l in r.stdout.splitlines() if l.startswith(f"fastmog: {seq}:")]
     assert f"CDnet ground truth: precision {expected} over 5 frames" in line, (line, expected)
+
+
+def test_cli_progress_line_for_several_sources_on_a_terminal(tmp_path):
+    """Frames done per source, redrawn while they run, only on a terminal."""
+    import pty
+    import threading
+
+    videos = []
+    for k in range(2):
+        path = tmp_path / f"clip{k}.avi"
+        writer = cv2.VideoWriter(str(path), cv2.VideoWriter_fourcc(*"MJPG"), 25, (160, 120))
+        rng = np.random.default_rng(k)
+        for _ in range(150):
+            writer.write(rng.integers(0, 256, (120, 160, 3), dtype=np.uint8))
+        writer.release()
+        videos.append(path)
+    leader, follower = pty.openpty()
+    seen = []
+
+    def drain():
+        while True:
+            try:
+                chunk = os.read(leader, 65536)
+            except OSError:
+                return
+            if not chunk:
+                return
+            seen.append(chunk)
+
+    reader = threading.Thread(target=drain, daemon=True)
+    reader.start()
+    try:
+        p = subprocess.Popen([sys.executable, "-m", "fastmog", *videos, "--workers", "2",
+                              "--cpu"], stdout=subprocess.PIPE, stderr=follower, text=True)
+        os.close(follower)
+        out, _ = p.communicate(timeout=120)
+        reader.join(10)
+    finally:
+        os.close(leader)
+    assert p.returncode == 0, out
+    shown = b"".join(seen).decode(errors="replace")
+    assert "fastmog: processing: clip" in shown and "frames/s" in shown, shown
+    assert "processed 2 of 2 sources" in out
+    # not a terminal: no progress line
+    r = run(*videos, "--workers", "2", "--cpu", "--frames", "5", timeout=120)
+    assert r.returncode == 0 and "processing:" not in r.stderr, r.stderr

@@ -81,6 +81,7 @@ class Job:
     learning_rate: float
     device_policy: str
     read: _sources.SourceOptions
+    progress: bool = False      # report frames done as "fastmog-progress" events
 
 
 def source_name(source):
@@ -93,7 +94,7 @@ def source_name(source):
 
 def process_sources(sources, *, client=None, workers=None, out_dirs=None, mog2_kwargs=None,
                     learning_rate=-1.0, grey=False, frames=None, decode="auto",
-                    device_policy="spread", on_result=None):
+                    device_policy="spread", on_result=None, on_progress=None):
     """Processes every source on a Dask cluster and returns one SourceResult
     per source, in the order given.
 
@@ -112,6 +113,9 @@ def process_sources(sources, *, client=None, workers=None, out_dirs=None, mog2_k
     (device 0: for clusters that give each worker its own CUDA_VISIBLE_DEVICES)
     or "cpu" (the host reference everywhere).
     on_result: called with each SourceResult as soon as it is known.
+    on_progress: called on the client, a few times a second while sources
+    run, with {index of the source: frames done so far} of those running
+    (the workers report their counts as they go).
     """
     sources = list(sources)
     if not sources:
@@ -138,14 +142,15 @@ def process_sources(sources, *, client=None, workers=None, out_dirs=None, mog2_k
     mog2_kwargs = dict(mog2_kwargs or {})
     cpu.BackgroundSubtractorMOG2(**mog2_kwargs)   # bad parameters fail here, not 8 times
     job = Job(mog2_kwargs, float(learning_rate), device_policy,
-                  _sources.SourceOptions(frames=frames, grey=bool(grey), decode=decode))
+              _sources.SourceOptions(frames=frames, grey=bool(grey), decode=decode),
+              progress=on_progress is not None)
     if client is not None:
         if workers is not None:
             raise ValueError("workers= sizes a local cluster; with client= the cluster is "
                              "the client's")
-        return _schedule(client, sources, out_dirs, job, on_result)
+        return _schedule(client, sources, out_dirs, job, on_result, on_progress)
     with local_client(workers) as own:
-        return _schedule(own, sources, out_dirs, job, on_result)
+        return _schedule(own, sources, out_dirs, job, on_result, on_progress)
 
 
 class local_client:
@@ -235,12 +240,41 @@ class _Removals:
             pass
 
 
-def _schedule(client, sources, out_dirs, job, on_result):
-    with _Removals(client) as removed:
-        return _run_all(client, sources, out_dirs, job, on_result, removed)
+PROGRESS_TOPIC = "fastmog-progress"
+PROGRESS_EVERY = 0.2          # seconds between a worker's progress events
 
 
-def _run_all(client, sources, out_dirs, job, on_result, removed):
+class _Counts:
+    """Frames done per task key, from the workers' progress events."""
+
+    def __init__(self, client, wanted):
+        self.client, self.wanted, self.frames = client, wanted, {}
+
+    def __call__(self, event):
+        _, msg = event
+        if isinstance(msg, dict) and "key" in msg:
+            self.frames[msg["key"]] = msg.get("frames", 0)
+
+    def __enter__(self):
+        if self.wanted:
+            self.client.subscribe_topic(PROGRESS_TOPIC, self)
+        return self
+
+    def __exit__(self, *exc):
+        if self.wanted:
+            try:
+                self.client.unsubscribe_topic(PROGRESS_TOPIC)
+            except Exception:               # a client already closed has nothing to undo
+                pass
+
+
+def _schedule(client, sources, out_dirs, job, on_result, on_progress=None):
+    with _Removals(client) as removed, _Counts(client, on_progress is not None) as counts:
+        return _run_all(client, sources, out_dirs, job, on_result, removed,
+                        on_progress, counts)
+
+
+def _run_all(client, sources, out_dirs, job, on_result, removed, on_progress, counts):
     from distributed import wait
 
     results = [None] * len(sources)
@@ -300,6 +334,8 @@ def _run_all(client, sources, out_dirs, job, on_result, removed):
         for future in [f for f in running if f.done()]:
             i, w = running.pop(future)
             settle(i, _collect(future, sources[i], out_dirs[i], w))
+        if on_progress is not None and running:
+            on_progress({i: counts.frames.get(f.key, 0) for f, (i, _) in running.items()})
     return results
 
 
@@ -371,7 +407,8 @@ def _run_source(source, out_dir, slot, job):
             truth.add(number if number is not None else index, mask)
 
     done = _loop.process(sub, opened, writer, streams=streams,
-                         learning_rate=job.learning_rate, on_mask=seen)
+                         learning_rate=job.learning_rate, on_mask=seen,
+                         progress=_Reporter() if job.progress else None)
     if done.interrupted:
         raise KeyboardInterrupt
     score = None
@@ -382,6 +419,27 @@ def _run_source(source, out_dir, slot, job):
     return {"frames": done.frames, "shape": shapes[0] if shapes else None,
             "digest": digest.hexdigest(), "out_dir": out_dir, "device": device,
             "seconds": done.seconds, "score": score}
+
+
+class _Reporter:
+    """The frame loop's progress on a worker, sent to the client as events of
+    PROGRESS_TOPIC, at most every PROGRESS_EVERY seconds."""
+
+    def __init__(self):
+        from distributed import get_worker
+
+        self.worker = get_worker()
+        self.key = self.worker.get_current_task()
+        self.last = 0.0
+
+    def update(self, done):
+        now = time.monotonic()
+        if now - self.last >= PROGRESS_EVERY:
+            self.last = now
+            self.worker.log_event(PROGRESS_TOPIC, {"key": self.key, "frames": done})
+
+    def close(self):
+        pass
 
 
 def unique_names(sources):

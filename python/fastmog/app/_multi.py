@@ -3,6 +3,7 @@ local Dask cluster (--workers N) or an existing one (--scheduler ADDRESS),
 with one line per source as it finishes (the work itself is in _dask)."""
 import contextlib
 import os
+import pathlib
 import sys
 import time
 
@@ -11,6 +12,7 @@ from . import _checks, _sources, _writers
 from ._dask import live_workers, local_client, process_sources, source_name, unique_names
 from ._errors import EXIT_INCOMPLETE, EXIT_OK, UserError, shown
 from ._options import mog2_kwargs
+from ._progress import Progress
 
 # single-run options that have no meaning, or no implementation, per source here
 _SINGLE_ONLY = [("preview", "--preview"), ("preview_full_size", "--preview-full-size"), ("ground_truth", "--ground-truth"),
@@ -111,7 +113,20 @@ def _run(args, sources, out_dirs):
         print(f"fastmog: {len(sources)} sources on {where} of {n_workers} Dask workers "
               f"({'the host reference' if args.cpu else 'a GPU each where there is one'})")
 
+        progress = Progress("processing")
+        names = [shown(source_name(s)) for s in sources]
+
+        def show_progress(frames):
+            progress.label = "processing: " + ", ".join(
+                f"{pathlib.PurePath(names[i]).name or names[i]} {n}"
+                for i, n in sorted(frames.items())) + "; in all"
+            progress.update(sum(frames.values()) + finished[0])
+
+        finished = [0]
+
         def report(r):
+            progress.close()
+            finished[0] += r.frames
             name = shown(source_name(r.source))
             if r.status == "done":
                 on = "the host reference" if r.device is None else f"GPU {r.device}"
@@ -135,7 +150,8 @@ def _run(args, sources, out_dirs):
             sources, client=client, out_dirs=out_dirs, mog2_kwargs=mog2_kwargs(args),
             learning_rate=args.learning_rate, grey=args.grey, frames=args.frames,
             decode=args.decode, device_policy="cpu" if args.cpu else "spread",
-            on_result=report)
+            on_result=report, on_progress=show_progress if progress.enabled else None)
+        progress.close()
         elapsed = time.perf_counter() - started
     done = [r for r in results if r.status == "done"]
     frames = sum(r.frames for r in done)
