@@ -572,3 +572,29 @@ def test_reader_numbers_frames_and_names_the_gap(tmp_path):
                 numbers.append(f.number)
         assert numbers == [*range(8), *range(20, 26)]
         assert reader.gaps == [(8, 19)]
+
+
+def test_nvdec_time_base_comes_from_the_container(tmp_path):
+    """Where PyNvVideoCodec's demuxer does not report the stream's time base,
+    the container's (through PyAV) gives NVDEC frames their timestamps."""
+    av = pytest.importorskip("av")
+    from fastmog.video._nvdec import _stream_time_base
+
+    video = write_gapped_mkv(tmp_path / "gap.mkv", [0, 1, 5])
+    with av.open(str(video)) as container:
+        assert _stream_time_base(str(video)) == float(container.streams.video[0].time_base)
+    assert _stream_time_base(str(tmp_path / "missing.mkv")) is None
+    (tmp_path / "text.mkv").write_text("not a video")
+    assert _stream_time_base(str(tmp_path / "text.mkv")) is None
+
+
+@pytest.mark.gpu
+def test_nvdec_frames_are_numbered_and_the_gap_named(clips, nvdec):
+    numbers = []
+    reader = fastmog.VideoReader(clips / "vtest_h264_corrupt.mkv", stream=nvdec,
+                                 decode="nvdec", grey=True)
+    with reader, pytest.raises(fastmog.DecodeError):
+        for frame in reader:
+            numbers.append(frame.number)
+    assert numbers and None not in numbers
+    assert any(a <= 60 and b >= 85 for a, b in reader.gaps), reader.gaps
