@@ -325,3 +325,19 @@ def test_cli_progress_line_for_several_sources_on_a_terminal(tmp_path):
     # not a terminal: no progress line
     r = run(*videos, "--workers", "2", "--cpu", "--frames", "5", timeout=120)
     assert r.returncode == 0 and "processing:" not in r.stderr, r.stderr
+
+
+def test_a_video_with_a_hole_among_several_is_not_complete(sources, tmp_path):
+    """As alone: its line names the missing frames and the status is 3, unless
+    --accept-short; the other sources are reported as usual."""
+    from cli_helpers import write_gapped_mkv
+
+    video = write_gapped_mkv(tmp_path / "hole.mkv", [*range(6), *range(20, 24)])
+    r = run(video, sources[1], "--workers", "2", "--cpu", timeout=120)
+    assert r.returncode == 3, r.stderr
+    assert r.stderr.splitlines() == [f"fastmog: error: {video}: read 10 frames of the 24 its "
+                                     f"container announces: frames 6-19 are missing (corrupt "
+                                     f"video); pass --accept-short to accept it"], r.stderr
+    assert "processed 2 of 2 sources" in r.stdout
+    r = run(video, sources[1], "--workers", "2", "--cpu", "--accept-short", timeout=120)
+    assert r.returncode == 0 and "frames 6-19 are missing" in r.stdout, r.stderr

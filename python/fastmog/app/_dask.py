@@ -54,6 +54,9 @@ class SourceResult:
     H x W uint8 array in row order), so a run elsewhere can be compared.
     seconds: time on the worker from the first frame to the last mask.
     device: the CUDA device it ran on, or None for the host reference.
+    incomplete: for a "done" video that ended before the frame count its
+    container announces, or misses frames in the middle, what is missing
+    (its masks are those of the frames read); None when whole.
     score: for a CDnet sequence folder, its masks scored against its own
     groundtruth/ as the main job does ("precision", "recall", "f_measure",
     "frames" scored); None for other sources."""
@@ -69,6 +72,7 @@ class SourceResult:
     seconds: float | None = None
     error: str | None = None
     score: dict | None = None
+    incomplete: str | None = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -418,7 +422,7 @@ def _run_source(source, out_dir, slot, job):
                  "frames": s.frames}
     return {"frames": done.frames, "shape": shapes[0] if shapes else None,
             "digest": digest.hexdigest(), "out_dir": out_dir, "device": device,
-            "seconds": done.seconds, "score": score}
+            "seconds": done.seconds, "score": score, "incomplete": opened.incomplete()}
 
 
 class _Reporter:

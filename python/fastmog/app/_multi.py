@@ -10,7 +10,7 @@ import time
 from .. import cpu
 from . import _checks, _sources, _writers
 from ._dask import live_workers, local_client, process_sources, source_name, unique_names
-from ._errors import EXIT_INCOMPLETE, EXIT_OK, UserError, shown
+from ._errors import EXIT_INCOMPLETE, EXIT_OK, EXIT_SHORT, UserError, shown
 from ._options import mog2_kwargs
 from ._progress import Progress
 
@@ -18,7 +18,7 @@ from ._progress import Progress
 _SINGLE_ONLY = [("preview", "--preview"), ("preview_full_size", "--preview-full-size"), ("ground_truth", "--ground-truth"),
                 ("trace", "--trace"), ("profile", "--profile"), ("sync", "--sync"),
                 ("device", "--device"), ("size", "--size"), ("colour", "--colour"),
-                ("fps", "--fps"), ("accept_short", "--accept-short")]
+                ("fps", "--fps")]
 
 
 def check(args):
@@ -140,6 +140,11 @@ def _run(args, sources, out_dirs):
                               f"{s['frames']} frames")
                 print(f"fastmog: {name}: {r.frames} frames in {r.seconds:.3f} s ({rate}) "
                       f"on {on} of worker {r.worker}{wrote}{scored}")
+                if r.incomplete and args.accept_short:
+                    print(f"fastmog: note: {name}: {r.incomplete}; accepted (--accept-short)")
+                elif r.incomplete:
+                    print(f"fastmog: error: {name}: {r.incomplete}; pass --accept-short to "
+                          f"accept it", file=sys.stderr)
             elif r.status == "lost":
                 print(f"fastmog: error: {name}: lost: {r.error}", file=sys.stderr)
             else:
@@ -158,5 +163,9 @@ def _run(args, sources, out_dirs):
     print(f"fastmog: processed {len(done)} of {len(results)} sources, {frames} frames in "
           f"{elapsed:.3f} s: {frames / elapsed:.1f} frames/s in all (cluster start not counted"
           f"{', including writing the masks' if args.out is not None else ''})")
-    return EXIT_OK if len(done) == len(results) else EXIT_INCOMPLETE
+    if len(done) != len(results):
+        return EXIT_INCOMPLETE
+    if any(r.incomplete for r in done) and not args.accept_short:
+        return EXIT_SHORT
+    return EXIT_OK
 

@@ -168,6 +168,18 @@ class Source:
         return self.reached is None or self.reached < self.expected
 
 
+    def incomplete(self):
+        """What is missing, as a message (None when the source was whole)."""
+        if not self.short:
+            return None
+        of = f" of the {self.expected} its container announces" if self.expected else ""
+        if self.gaps:
+            missing = ", ".join(f"{a}-{b}" if b > a else f"{a}" for a, b in self.gaps)
+            return f"read {self.read} frames{of}: frames {missing} are missing (corrupt video)"
+        why = f": {self.decode_error}" if self.decode_error else ""
+        return f"read {self.read} frames{of} (truncated or corrupt video{why})"
+
+
 def open_source(found, options, *, on_gpu, stream, timer, check_memory):
     """The Source of what find_input found: the built-in scene, a folder of
     frames or a video file (NVDEC queues its frames on `stream`)."""

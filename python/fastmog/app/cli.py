@@ -137,13 +137,8 @@ def _process(args, sub, source, writer, truth, timer, streams):
     if not source.short and source.expected and source.read < source.expected:
         print(f"fastmog: note: the container announces {source.expected} frames; the "
               f"{source.read} decoded reach the end of its timeline (the others repeat them)")
-    if source.short:
-        why = f": {source.decode_error}" if source.decode_error else ""
-        of = f" of the {source.expected} its container announces" if source.expected else ""
-        what = f"read {source.read} frames{of} (truncated or corrupt video{why})"
-        if source.gaps:
-            what = (f"read {source.read} frames{of}: frames "
-                    f"{_ranges(source.gaps)} are missing (corrupt video)")
+    what = source.incomplete()
+    if what is not None:
         if args.accept_short:
             print(f"fastmog: note: {what}; accepted (--accept-short)")
         else:
@@ -169,11 +164,6 @@ def _write_trace(timer, path):
         with contextlib.suppress(OSError):
             os.unlink(partial)
         raise
-
-
-def _ranges(gaps):
-    """(55, 56), (58, 89) as "55-56, 58-89"."""
-    return ", ".join(f"{a}-{b}" if b > a else f"{a}" for a, b in gaps)
 
 
 def main(argv=None):
