@@ -514,3 +514,17 @@ def test_a_trace_on_a_full_disk_leaves_no_file(tmp_path, monkeypatch, capsys):
     line = one_error_line(r)
     assert "cannot write the trace" in line and "No space left on device" in line
     assert list(tmp_path.iterdir()) == []
+
+
+def test_nohup_keeps_sighup_ignored(tmp_path):
+    """A run started with SIGHUP ignored (nohup) goes on when it comes."""
+    p = subprocess.Popen([sys.executable, "-m", "fastmog", "--size", "64x48", "--frames",
+                          "400", "--out", str(tmp_path / "m")], stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True,
+                         preexec_fn=lambda: signal.signal(signal.SIGHUP, signal.SIG_IGN))
+    deadline = time.time() + 60
+    while time.time() < deadline and not list((tmp_path / "m").glob("mask_*.png")):
+        time.sleep(0.05)
+    p.send_signal(signal.SIGHUP)
+    stdout, stderr = p.communicate(timeout=120)
+    assert p.returncode == 0 and "processed 400 frames" in stdout, stderr

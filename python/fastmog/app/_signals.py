@@ -53,11 +53,13 @@ def _handler(signum, frame):
 @contextlib.contextmanager
 def handled():
     """Turns the stop signals into Stopped for the duration (main thread only;
-    elsewhere nothing changes)."""
+    elsewhere nothing changes). A signal that was ignored stays ignored."""
     if threading.current_thread() is not threading.main_thread() or _state.installed:
         yield
         return
-    previous = {s: signal.signal(s, _handler) for s in STOP_SIGNALS}
+    # a signal ignored by whoever started us (nohup, a background job) stays ignored
+    previous = {s: signal.signal(s, _handler) for s in STOP_SIGNALS
+                if signal.getsignal(s) is not signal.SIG_IGN}
     _state.installed = True
     try:
         yield
