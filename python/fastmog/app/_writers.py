@@ -220,8 +220,11 @@ class LosslessVideo:
                 raise UserError(f"the mask video {shown(self.path)} does not read back as "
                                 f"written (frame {n - 1} differs)")
         if n != len(self.digests):
+            free = _free_bytes(self.path.parent)
+            full = ": no space left on device (ENOSPC)" if free is not None and free < 1 << 20 \
+                else ""
             raise UserError(f"the mask video {shown(self.path)} reads back {n} of the "
-                            f"{len(self.digests)} masks written")
+                            f"{len(self.digests)} masks written{full}")
 
 
 def _file_size(path):
