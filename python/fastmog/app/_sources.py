@@ -323,7 +323,8 @@ def _video_source(reader, path, options, on_gpu, check_memory):
                 return
             except DecodeError as e:
                 # the stream ends here; whether it is short input, the timeline says
-                source.decode_error = str(e)
+                source.decode_error = (f"frame {e.frame_index} could not be decoded"
+                                       if e.frame_index is not None else _why(e, path))
                 return
             yield passed(frame)
             n += 1
