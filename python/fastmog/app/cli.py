@@ -3,7 +3,7 @@ of frames or the built-in scene with a truthful report (the run and its report).
 
 The command line is in _options, the checks before the run in _checks, inputs
 in _sources, the frame loop in _loop, outputs in _writers, the progress line in
-_progress, several sources in _multi. Every mistake the user can make ends
+_progress, how a run stops on a signal in _signals, several sources in _multi. Every mistake the user can make ends
 with one line on stderr and exit status 2, found before the run wherever it
 can be (exit statuses: _options.EPILOG).
 """
