@@ -355,3 +355,21 @@ def test_a_video_with_a_hole_among_several_is_not_complete(sources, tmp_path):
     assert "processed 2 of 2 sources" in r.stdout
     r = run(video, sources[1], "--workers", "2", "--cpu", "--accept-short", timeout=120)
     assert r.returncode == 0 and "frames 6-19 are missing" in r.stdout, r.stderr
+
+
+def test_the_clients_own_event_handler_still_gets_events(client, sources):
+    seen = []
+    client.subscribe_topic("all", seen.append)
+    try:
+        r, = fastmog.process_sources(sources[:1], client=client, mog2_kwargs=MOG2,
+                                     device_policy="cpu")
+        assert r.status == "done"
+        assert client._event_handlers.get("all") == seen.append   # put back
+        client.log_event("all", {"action": "fastmog-test"})
+        deadline = time.monotonic() + 10
+        while not any(m.get("action") == "fastmog-test" for _, m in seen) \
+                and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert any(m.get("action") == "fastmog-test" for _, m in seen)
+    finally:
+        client.unsubscribe_topic("all")

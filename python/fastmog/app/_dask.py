@@ -24,9 +24,11 @@ holds; on the worker the slot picks the GPU (`slot % device_count()`), so N
 workers of one host spread over its GPUs, and a restarted worker takes the
 slot of the one it replaces.
 """
+import asyncio
 import collections
 import dataclasses
 import hashlib
+import inspect
 import logging
 import os
 import pathlib
@@ -224,7 +226,9 @@ class _Removals:
             self.keys.update(msg.get("processing-tasks") or ())
             self.workers.add(msg.get("worker"))
         if self.previous is not None:
-            self.previous(event)
+            result = self.previous(event)
+            if inspect.isawaitable(result):  # a coroutine handler: run on this (the client's) loop
+                asyncio.ensure_future(result)
 
     def lost(self, future, worker):
         return worker in self.workers or future.key in self.keys
