@@ -47,6 +47,30 @@ def write_cdnet(root, shape=(24, 32), n=4, first=1, truth_shape=None, roi_text="
     return root
 
 
+def write_gapped_mkv(path, numbers):
+    """An FFV1 .mkv at 25 fps holding only the frames `numbers` of its timeline
+    (a damaged file whose missing frames left a hole in the timestamps)."""
+    import fractions
+
+    import pytest
+
+    av = pytest.importorskip("av")
+
+    with av.open(str(path), "w") as out:
+        stream = out.add_stream("ffv1", rate=25)
+        stream.width, stream.height, stream.pix_fmt = 32, 24, "yuv420p"
+        stream.time_base = fractions.Fraction(1, 25)
+        for i in numbers:
+            frame = av.VideoFrame.from_ndarray(np.full((24, 32, 3), i * 8, np.uint8),
+                                               format="rgb24")
+            frame.pts, frame.time_base = i, fractions.Fraction(1, 25)
+            for packet in stream.encode(frame):
+                out.mux(packet)
+        for packet in stream.encode():
+            out.mux(packet)
+    return path
+
+
 def run_in_process(capsys, *args):
     """fastmog.app.cli.main(ARGS) in this process, for mistakes found before any
     frame is decoded (much faster than a new interpreter); the result looks

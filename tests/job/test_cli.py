@@ -2,6 +2,7 @@
 the report, options generated from the parameter table, the decoder wiring."""
 import math
 import os
+import pathlib
 import pty
 import signal
 import subprocess
@@ -14,7 +15,7 @@ import pytest
 import fastmog
 from fastmog.app import _cvio
 from fastmog.app._errors import UserError
-from cli_helpers import one_error_line, run, write_cdnet
+from cli_helpers import one_error_line, run, write_cdnet, write_gapped_mkv
 from conftest import GPU_OK
 
 cv2 = pytest.importorskip("cv2")
@@ -185,6 +186,7 @@ def test_short_video_says_how_much_was_read_and_exits_3(tmp_path):
     assert f"read {read} frames of the 40" in line and "--accept-short" in line
     if getattr(fastmog, "VideoReader", None) is not None:
         assert "truncated or corrupt" in line
+    assert line.count("truncated or corrupt") == 1 and str(cut) not in line, line
     assert f"processed {read} frames" in r.stdout
     r = run(cut, "--cpu", "--accept-short")
     assert r.returncode == 0, r.stderr
@@ -398,3 +400,132 @@ def test_factories_take_their_defaults_from_the_table():
     sub = fastmog.cpu.createBackgroundSubtractorMOG2()
     assert (sub.history, sub.var_threshold, sub.detect_shadows) == \
         (table["history"], table["var_threshold"], table["detect_shadows"])
+
+
+def test_a_video_with_a_hole_exits_3_naming_it(tmp_path):
+    """A damaged video whose decoder skips frames in the middle is not
+    complete: exit 3 names the missing frames; --accept-short accepts it."""
+    video = write_gapped_mkv(tmp_path / "hole.mkv", [*range(10), *range(25, 30)])
+    line = one_error_line(run(video, "--cpu"), status=3)
+    assert "frames 10-24 are missing" in line and "--accept-short" in line
+    r = run(video, "--cpu", "--accept-short")
+    assert r.returncode == 0 and "frames 10-24 are missing" in r.stdout, r.stderr
+
+
+def test_the_corrupt_clip_is_not_complete():
+    clips = pathlib.Path(__file__).resolve().parent.parent / ".testdata" / "clips"
+    if not (clips / "vtest_h264_corrupt.mkv").is_file():
+        pytest.skip("no test clips: run python benchmarks/make_clips.py")
+    line = one_error_line(run(clips / "vtest_h264_corrupt.mkv", "--cpu"), status=3)
+    assert "frames 55-56, 58-89 are missing" in line
+
+
+def _frames_in(video):
+    cap, n = cv2.VideoCapture(str(video)), 0
+    while cap.read()[0]:
+        n += 1
+    cap.release()
+    return n
+
+
+@pytest.mark.parametrize("name", ["SIGTERM", "SIGHUP"])
+def test_sigterm_and_sighup_stop_like_ctrl_c(tmp_path, name):
+    """What schedulers and closing terminals send: the run stops cleanly, the
+    mask video is closed whole, the summary is printed, status 128 + signal."""
+    out = tmp_path / "masks.mkv"
+    p = subprocess.Popen([sys.executable, "-m", "fastmog", "--size", "320x240", "--frames",
+                          "100000", "--out", str(out)], stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 60
+    while time.time() < deadline and (not out.exists() or out.stat().st_size < 4096):
+        time.sleep(0.1)
+    number = getattr(signal, name)
+    p.send_signal(number)
+    stdout, stderr = p.communicate(timeout=60)
+    assert p.returncode == 128 + number, stderr
+    assert "interrupted after" in stdout and f"stopped by {name}" in stdout
+    assert "Traceback" not in stderr
+    wrote = int(stdout.split("fastmog: wrote ")[1].split()[0])
+    assert "(not read back: interrupted)" in stdout
+    assert wrote == _frames_in(out) > 0
+
+
+def test_interrupted_mask_video_counts_what_it_holds(tmp_path, monkeypatch, capsys):
+    """Ctrl-C arriving while a mask is written: the count reported is what the
+    file holds, and no read-back is claimed."""
+    from cli_helpers import run_in_process
+    from fastmog.app import _writers
+
+    opened = _writers.LosslessVideo._open
+
+    class Interrupting:
+        def __init__(self, video):
+            self.video, self.n = video, 0
+
+        def write(self, frame):
+            self.video.write(frame)
+            self.n += 1
+            if self.n == 5:               # the signal lands as OpenCV returns
+                os.kill(os.getpid(), signal.SIGINT)
+
+        def release(self):
+            self.video.release()
+
+    def interrupting_open(self, path, *args):
+        video = opened(self, path, *args)
+        return Interrupting(video) if path == self.path and video is not None else video
+
+    monkeypatch.setattr(_writers.LosslessVideo, "_open", interrupting_open)
+    out = tmp_path / "masks.mkv"
+    r = run_in_process(capsys, "--size", "64x48", "--frames", "20", "--cpu", "--out", out)
+    assert r.returncode == 130, r.stderr
+    assert "interrupted after 5 frames" in r.stdout
+    assert "wrote 5 masks" in r.stdout and "(not read back: interrupted)" in r.stdout
+    assert _frames_in(out) == 5
+
+
+def test_a_full_disk_stops_the_mask_video_at_once(tmp_path, monkeypatch, capsys):
+    """FFmpeg's writer reports no failed write: a file that stops growing on a
+    disk with no room left stops the run there, naming ENOSPC."""
+    from cli_helpers import run_in_process
+    from fastmog.app import _writers
+
+    monkeypatch.setattr(_writers, "_file_size", lambda path: 0, raising=False)
+    monkeypatch.setattr(_writers, "_free_bytes", lambda folder: 0, raising=False)
+    out = tmp_path / "masks.mkv"
+    r = run_in_process(capsys, "--size", "64x48", "--frames", "20", "--cpu", "--out", out)
+    line = one_error_line(r)
+    assert "no space left on device (ENOSPC) after 1 masks" in line
+    assert "is partial: 1 masks written" in line and "processed" not in r.stdout
+
+
+def test_a_trace_on_a_full_disk_leaves_no_file(tmp_path, monkeypatch, capsys):
+    import errno
+
+    from cli_helpers import run_in_process
+    from fastmog import _timing
+
+    def full(self, path):
+        with open(path, "w"):             # created, then the disk is full
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(_timing.Timer, "to_chrome_trace", full)
+    trace = tmp_path / "trace.json"
+    r = run_in_process(capsys, "--size", "64x48", "--frames", "3", "--cpu", "--trace", trace)
+    line = one_error_line(r)
+    assert "cannot write the trace" in line and "No space left on device" in line
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_nohup_keeps_sighup_ignored(tmp_path):
+    """A run started with SIGHUP ignored (nohup) goes on when it comes."""
+    p = subprocess.Popen([sys.executable, "-m", "fastmog", "--size", "64x48", "--frames",
+                          "400", "--out", str(tmp_path / "m")], stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True,
+                         preexec_fn=lambda: signal.signal(signal.SIGHUP, signal.SIG_IGN))
+    deadline = time.time() + 60
+    while time.time() < deadline and not list((tmp_path / "m").glob("mask_*.png")):
+        time.sleep(0.05)
+    p.send_signal(signal.SIGHUP)
+    stdout, stderr = p.communicate(timeout=120)
+    assert p.returncode == 0 and "processed 400 frames" in stdout, stderr

@@ -5,6 +5,7 @@ import concurrent.futures
 import hashlib
 import os
 import signal
+import subprocess
 import sys
 import time
 
@@ -157,6 +158,39 @@ def test_cli_several_sources_mistakes(sources, tmp_path):
         run(*sources[:2], "--workers", "2", "--scheduler", "tcp://127.0.0.1:1"))
 
 
+class Slow:
+    """A source whose frames take a while, so it is still running on its worker
+    while the client polls the cluster several times."""
+
+    def __init__(self, n, seconds):
+        self.n, self.seconds = n, seconds
+
+    def __call__(self):
+        rng = np.random.default_rng(1)
+        for _ in range(self.n):
+            time.sleep(self.seconds)
+            yield rng.integers(0, 256, (24, 32), dtype=np.uint8)
+
+
+def test_an_empty_cached_worker_list_loses_nothing(client, monkeypatch):
+    """client.scheduler_info() is a cache that distributed's periodic refresh
+    can leave without workers while they are busy and well: a source is lost
+    only when the scheduler removes its worker, so healthy sources finish."""
+    real, calls = client.scheduler_info, []
+
+    def flaky(*args, **kwargs):
+        calls.append(1)
+        info = real(*args, **kwargs)
+        return info if len(calls) == 1 else {**info, "workers": {}}
+
+    monkeypatch.setattr(client, "scheduler_info", flaky)
+    results = fastmog.process_sources([Slow(6, 0.2), Slow(5, 0.2)], client=client,
+                                      mog2_kwargs=MOG2, device_policy="cpu")
+    assert len(calls) > 2                    # it was asked while the sources ran
+    assert [r.status for r in results] == ["done", "done"], [r.error for r in results]
+    assert [r.frames for r in results] == [6, 5]
+
+
 class KillsItsWorker:
     """A source that yields a few frames, then kills the worker process it
     runs in (as a crashing decoder would)."""
@@ -188,3 +222,154 @@ def test_a_lost_worker_is_reported_and_the_others_finish(client, sources):
         assert r.status == "done", r.error
         assert r.worker != lost.worker
         assert r.digest == sha256(alone(folder))
+
+
+def test_cli_terminal_holds_only_fastmogs_lines(sources, tmp_path):
+    """A source that fails mid-run: its one line, and none of distributed's
+    (no worker error block, no "Port 8787 is already in use" warning, which a
+    listener on 8787 would otherwise bring)."""
+    import socket
+
+    broken = tmp_path / "broken"
+    broken.mkdir()
+    for f in sorted(sources[1].iterdir()):
+        (broken / f.name).write_bytes(f.read_bytes())
+    (broken / "frame_0004.png").write_bytes(b"not a png")
+    listener = socket.socket()
+    try:
+        listener.bind(("", 8787))
+        listener.listen()
+    except OSError:
+        pass                                  # taken already: the same case
+    try:
+        r = run(sources[0], broken, "--workers", "2", "--cpu", timeout=120)
+    finally:
+        listener.close()
+    assert r.returncode == 4
+    assert r.stderr.splitlines() == [f"fastmog: error: {broken}: cannot read image "
+                                     f"{broken / 'frame_0004.png'}: not an image OpenCV can "
+                                     f"decode"], r.stderr
+
+
+def _catches_sigterm(pid):
+    """Whether the process has its own SIGTERM handler yet (fastmog installs it
+    first thing; before it, Python itself would print the interrupt)."""
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            caught = next(int(l.split()[1], 16) for l in f if l.startswith("SigCgt:"))
+    except (OSError, StopIteration):
+        return True                      # no /proc: the delay alone must do
+    return bool(caught & (1 << (signal.SIGTERM - 1)))
+
+
+@pytest.mark.parametrize("after", [0.0, 0.4])
+def test_cli_ctrl_c_while_the_cluster_starts_is_one_line(sources, after):
+    """Ctrl-C from a terminal reaches fastmog and its worker processes alike."""
+    p = subprocess.Popen([sys.executable, "-m", "fastmog", *sources, "--workers", "2",
+                          "--cpu"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                         start_new_session=True)
+    deadline = time.monotonic() + 20
+    while not _catches_sigterm(p.pid) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    time.sleep(after)
+    os.killpg(p.pid, signal.SIGINT)
+    _, stderr = p.communicate(timeout=90)
+    if p.returncode == 0:
+        pytest.skip("the run ended before Ctrl-C")
+    assert p.returncode == 130, stderr
+    assert stderr.splitlines() == ["fastmog: interrupted (Ctrl-C)"], stderr
+
+
+def test_a_cdnet_sequence_among_several_is_scored(sources, tmp_path):
+    """As alone: its own groundtruth/ scores it, in its source's line."""
+    from cli_helpers import write_cdnet
+
+    seq = write_cdnet(tmp_path / "seq", n=6, roi_text="2 6")
+    alone_run = run(seq, "--cpu", "--history", "20", "--var-threshold", "12")
+    assert alone_run.returncode == 0, alone_run.stderr
+    expected = alone_run.stdout.split("precision ")[1].split(" over")[0]
+    r = run(seq, sources[1], "--workers", "2", "--cpu", "--history", "20", "--var-threshold",
+            "12", timeout=120)
+    assert r.returncode == 0, r.stderr
+    line, = [l for l in r.stdout.splitlines() if l.startswith(f"fastmog: {seq}:")]
+    assert f"CDnet ground truth: precision {expected} over 5 frames" in line, (line, expected)
+
+
+def test_cli_progress_line_for_several_sources_on_a_terminal(tmp_path):
+    """Frames done per source, redrawn while they run, only on a terminal."""
+    import pty
+    import threading
+
+    videos = []
+    for k in range(2):
+        path = tmp_path / f"clip{k}.avi"
+        writer = cv2.VideoWriter(str(path), cv2.VideoWriter_fourcc(*"MJPG"), 25, (160, 120))
+        rng = np.random.default_rng(k)
+        for _ in range(150):
+            writer.write(rng.integers(0, 256, (120, 160, 3), dtype=np.uint8))
+        writer.release()
+        videos.append(path)
+    leader, follower = pty.openpty()
+    seen = []
+
+    def drain():
+        while True:
+            try:
+                chunk = os.read(leader, 65536)
+            except OSError:
+                return
+            if not chunk:
+                return
+            seen.append(chunk)
+
+    reader = threading.Thread(target=drain, daemon=True)
+    reader.start()
+    try:
+        p = subprocess.Popen([sys.executable, "-m", "fastmog", *videos, "--workers", "2",
+                              "--cpu"], stdout=subprocess.PIPE, stderr=follower, text=True)
+        os.close(follower)
+        out, _ = p.communicate(timeout=120)
+        reader.join(10)
+    finally:
+        os.close(leader)
+    assert p.returncode == 0, out
+    shown = b"".join(seen).decode(errors="replace")
+    assert "fastmog: processing: clip" in shown and "frames/s" in shown, shown
+    assert "processed 2 of 2 sources" in out
+    # not a terminal: no progress line
+    r = run(*videos, "--workers", "2", "--cpu", "--frames", "5", timeout=120)
+    assert r.returncode == 0 and "processing:" not in r.stderr, r.stderr
+
+
+def test_a_video_with_a_hole_among_several_is_not_complete(sources, tmp_path):
+    """As alone: its line names the missing frames and the status is 3, unless
+    --accept-short; the other sources are reported as usual."""
+    from cli_helpers import write_gapped_mkv
+
+    video = write_gapped_mkv(tmp_path / "hole.mkv", [*range(6), *range(20, 24)])
+    r = run(video, sources[1], "--workers", "2", "--cpu", timeout=120)
+    assert r.returncode == 3, r.stderr
+    assert r.stderr.splitlines() == [f"fastmog: error: {video}: read 10 frames of the 24 its "
+                                     f"container announces: frames 6-19 are missing (corrupt "
+                                     f"video); pass --accept-short to accept it"], r.stderr
+    assert "processed 2 of 2 sources" in r.stdout
+    r = run(video, sources[1], "--workers", "2", "--cpu", "--accept-short", timeout=120)
+    assert r.returncode == 0 and "frames 6-19 are missing" in r.stdout, r.stderr
+
+
+def test_the_clients_own_event_handler_still_gets_events(client, sources):
+    seen = []
+    client.subscribe_topic("all", seen.append)
+    try:
+        r, = fastmog.process_sources(sources[:1], client=client, mog2_kwargs=MOG2,
+                                     device_policy="cpu")
+        assert r.status == "done"
+        assert client._event_handlers.get("all") == seen.append   # put back
+        client.log_event("all", {"action": "fastmog-test"})
+        deadline = time.monotonic() + 10
+        while not any(m.get("action") == "fastmog-test" for _, m in seen) \
+                and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert any(m.get("action") == "fastmog-test" for _, m in seen)
+    finally:
+        client.unsubscribe_topic("all")

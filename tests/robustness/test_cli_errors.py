@@ -202,3 +202,146 @@ def test_size_with_file_input(tmp_path, capsys):
     d.mkdir()
     cv2.imwrite(str(d / "in000001.png"), np.full((24, 32), 9, np.uint8))
     assert "--size" in one_error_line(run_in_process(capsys, d, "--size", "64x64"))
+
+
+def _mask_folder(folder, n=3):
+    folder.mkdir()
+    for i in range(n):
+        cv2.imwrite(str(folder / f"mask_{i:06d}.png"), np.full((24, 32), 40 * i, np.uint8))
+    return folder
+
+
+def test_out_that_is_the_input_folder_is_refused_and_kept(tmp_path, capsys):
+    masks = _mask_folder(tmp_path / "masks")
+    link = tmp_path / "link"
+    os.symlink(masks, link)
+    for out in (masks, link, masks / "sub"):
+        r = run_in_process(capsys, masks, "--cpu", "--out", out, "--overwrite")
+        assert "input" in one_error_line(r) and not_run(r)
+    assert sorted(p.name for p in masks.iterdir()) == [f"mask_{i:06d}.png" for i in range(3)]
+
+
+def test_out_that_is_the_input_video_is_refused_and_kept(tmp_path, capsys):
+    video = tmp_path / "video.avi"
+    writer = cv2.VideoWriter(str(video), cv2.VideoWriter_fourcc(*"MJPG"), 25, (32, 24))
+    for i in range(3):
+        writer.write(np.full((24, 32, 3), 30 * i, np.uint8))
+    writer.release()
+    size = video.stat().st_size
+    for flag in ("--out", "--preview", "--trace"):
+        r = run_in_process(capsys, video, "--cpu", flag, video, "--overwrite")
+        assert f"{flag} " in one_error_line(r) and "is the input" in r.stderr and not_run(r)
+    assert video.stat().st_size == size
+
+
+def test_several_sources_out_subfolder_that_is_an_input_is_refused(tmp_path, capsys):
+    a, b = _mask_folder(tmp_path / "a"), _mask_folder(tmp_path / "b")
+    r = run_in_process(capsys, a, b, "--cpu", "--out", tmp_path, "--overwrite")
+    assert "is the input" in one_error_line(r)
+    assert len(list(a.iterdir())) == 3 and len(list(b.iterdir())) == 3
+
+
+def test_every_output_needs_overwrite_to_replace_a_file(tmp_path, capsys):
+    for flag, name in (("--preview", "p.png"), ("--trace", "t.json")):
+        existing = tmp_path / name
+        existing.write_text("mine")
+        r = run_in_process(capsys, *SMALL, "--cpu", flag, existing)
+        assert "pass --overwrite" in one_error_line(r) and not_run(r)
+        assert existing.read_text() == "mine"
+    r = run_in_process(capsys, *SMALL, "--cpu", "--preview", tmp_path / "x.png",
+                       "--trace", tmp_path / "x.png")
+    assert "name the same file" in one_error_line(r)
+
+
+def test_an_error_mid_run_names_the_partial_output(tmp_path):
+    d = tmp_path / "frames"
+    d.mkdir()
+    for i, h in enumerate((20, 20, 21)):
+        cv2.imwrite(str(d / f"in{i:06d}.png"), np.full((h, 30), 9, np.uint8))
+    out = tmp_path / "masks"
+    line = one_error_line(run(d, "--cpu", "--out", out))
+    assert "frame 2 is 30x21x3" in line and f"{out} is partial: 2 masks written" in line
+    assert len(list(out.glob("mask_*.png"))) == 2
+
+
+def test_self_looping_symlink_in_a_frame_folder(tmp_path, capsys):
+    d = tmp_path / "frames"
+    d.mkdir()
+    cv2.imwrite(str(d / "in000001.png"), np.full((24, 32), 9, np.uint8))
+    os.symlink("loop.png", d / "loop.png")
+    line = one_error_line(run_in_process(capsys, d, "--cpu"))
+    assert "loop.png" in line and "symbolic links" in line
+
+
+def test_a_png_too_large_to_decode(tmp_path, capsys):
+    import struct
+    import zlib
+
+    def chunk(kind, data):
+        return (struct.pack(">I", len(data)) + kind + data
+                + struct.pack(">I", zlib.crc32(kind + data) & 0xFFFFFFFF))
+
+    d = tmp_path / "frames"
+    d.mkdir()
+    header = struct.pack(">IIBBBBB", 100000, 100000, 8, 0, 0, 0, 0)
+    (d / "big.png").write_bytes(b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header)
+                                + chunk(b"IDAT", zlib.compress(b"\0" * 1000)) + chunk(b"IEND", b""))
+    assert "too large to decode" in one_error_line(run_in_process(capsys, d, "--cpu"))
+
+
+def test_a_fifo_among_the_ground_truth_labels_does_not_hang(tmp_path):
+    seq = write_cdnet(tmp_path / "seq")
+    label = seq / "groundtruth" / "gt000001.png"
+    label.unlink()
+    os.mkfifo(label)
+    line = one_error_line(run(seq, "--cpu", timeout=60))
+    assert "gt000001.png" in line and "not a regular file" in line
+
+
+@pytest.mark.parametrize("name", ["masks.gif", "masks.txt"])
+def test_out_with_an_unknown_extension_is_refused(tmp_path, name, capsys):
+    r = run_in_process(capsys, *SMALL, "--cpu", "--out", tmp_path / name)
+    assert "writes no" in one_error_line(r) and not_run(r)
+    assert not (tmp_path / name).exists()
+
+
+def test_an_empty_input_path_is_refused(capsys):
+    r = run_in_process(capsys, "", "--cpu")
+    assert "empty path" in one_error_line(r) and not_run(r)
+
+
+@pytest.mark.parametrize("url", ["rtsp://camera.local/stream", "http://example.com/v.mp4"])
+def test_urls_are_not_supported_yet(url, capsys):
+    line = one_error_line(run_in_process(capsys, url, "--cpu"))
+    assert url in line and "not supported yet" in line
+
+
+def test_an_unreadable_video_names_itself_once(tmp_path, capsys):
+    bad = tmp_path / "broken.avi"
+    bad.write_bytes(b"not a video at all" * 100)
+    line = one_error_line(run_in_process(capsys, bad, "--cpu"))
+    assert line.count(str(bad)) == 1 and line.count("cannot read video") == 1, line
+
+
+@pytest.mark.skipif(GPU_OK, reason="needs a machine without a usable GPU")
+def test_the_no_gpu_notice_speaks_plainly():
+    r = run(*SMALL)
+    assert r.returncode == 0
+    notice = r.stderr.splitlines()[0]
+    assert "cudaError" not in notice and "running the host reference" in notice
+    if fastmog._fastmog._cuda_status()[0] == "cudaErrorInsufficientDriver" \
+            and not os.path.exists("/proc/driver/nvidia/version"):
+        assert "no NVIDIA driver found" in notice
+
+
+def test_the_preview_is_scaled_down_unless_asked(tmp_path):
+    small, full = tmp_path / "small.png", tmp_path / "full.png"
+    r = run("--size", "2560x96", "--frames", "2", "--cpu", "--preview", small)
+    assert r.returncode == 0, r.stderr
+    assert cv2.imread(str(small)).shape == (48, 3 * 1280, 3)
+    r = run("--size", "2560x96", "--frames", "2", "--cpu", "--preview", full,
+            "--preview-full-size")
+    assert r.returncode == 0, r.stderr
+    assert cv2.imread(str(full)).shape == (96, 3 * 2560, 3)
+    mask = cv2.imread(str(small), cv2.IMREAD_GRAYSCALE)[:, 1280:2560]
+    assert set(np.unique(mask)) <= {0, 127, 255}

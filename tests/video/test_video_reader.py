@@ -26,6 +26,7 @@ import numpy as np
 import pytest
 
 import fastmog
+from cli_helpers import write_gapped_mkv
 
 cv2 = pytest.importorskip("cv2")
 
@@ -548,3 +549,52 @@ def test_a_file_name_that_is_not_utf8_is_read(clips, tmp_path):
     shutil.copy(clips / "vtest_h264.mp4", target)
     with fastmog.VideoReader(target, decode="cpu") as reader:
         assert sum(1 for _ in reader) == manifest(clips)["vtest_h264.mp4"]["frames"]
+
+
+def test_timeline_gaps_rule():
+    from fastmog.video._reader import timeline_gaps
+
+    assert timeline_gaps([0, 1, 2, 3]) == []
+    assert timeline_gaps([0, 1, 2, 5, 6, 40, 41]) == [(3, 4), (7, 39)]
+    # sparser than its rate (repeats stored as empty chunks, tree.avi): steps
+    # up to twice the typical one are no gap
+    assert timeline_gaps([0, 11, 17, 24, 31, 37, 43, 53, 59]) == []
+    assert timeline_gaps([0, 6, 12, 18, 24, 60, 66]) == [(25, 59)]
+
+
+def test_reader_numbers_frames_and_names_the_gap(tmp_path):
+    video = write_gapped_mkv(tmp_path / "gap.mkv", [*range(8), *range(20, 26)])
+    numbers = []
+    with fastmog.VideoReader(video, decode="cpu") as reader:
+        # the container's duration announces 26 frames: the end says so too
+        with pytest.raises(fastmog.DecodeError, match="frame 14 could not be decoded"):
+            for f in reader:
+                numbers.append(f.number)
+        assert numbers == [*range(8), *range(20, 26)]
+        assert reader.gaps == [(8, 19)]
+
+
+def test_nvdec_time_base_comes_from_the_container(tmp_path):
+    """Where PyNvVideoCodec's demuxer does not report the stream's time base,
+    the container's (through PyAV) gives NVDEC frames their timestamps."""
+    av = pytest.importorskip("av")
+    from fastmog.video._nvdec import _stream_time_base
+
+    video = write_gapped_mkv(tmp_path / "gap.mkv", [0, 1, 5])
+    with av.open(str(video)) as container:
+        assert _stream_time_base(str(video)) == float(container.streams.video[0].time_base)
+    assert _stream_time_base(str(tmp_path / "missing.mkv")) is None
+    (tmp_path / "text.mkv").write_text("not a video")
+    assert _stream_time_base(str(tmp_path / "text.mkv")) is None
+
+
+@pytest.mark.gpu
+def test_nvdec_frames_are_numbered_and_the_gap_named(clips, nvdec):
+    numbers = []
+    reader = fastmog.VideoReader(clips / "vtest_h264_corrupt.mkv", stream=nvdec,
+                                 decode="nvdec", grey=True)
+    with reader, pytest.raises(fastmog.DecodeError):
+        for frame in reader:
+            numbers.append(frame.number)
+    assert numbers and None not in numbers
+    assert any(a <= 60 and b >= 85 for a, b in reader.gaps), reader.gaps

@@ -23,11 +23,39 @@ def check_options(args, found):
         if args.ground_truth is not None:
             raise UserError("--ground-truth needs file input: the built-in scene has no "
                             "ground truth")
+    if args.preview_full_size and args.preview is None:
+        raise UserError("--preview-full-size sizes the --preview image; no --preview is given")
     if args.decode != "auto" and found.kind != "video":
         raise UserError(f"--decode {args.decode} is for video files")
     if args.fps is not None and (args.out is None
                                  or args.out.suffix.lower() not in LOSSLESS_VIDEO):
         raise UserError("--fps sets the frame rate of a mask video; --out names no video")
+
+
+def check_outputs(outputs, inputs, overwrite):
+    """Refuses, before any work, outputs that would destroy an input or each
+    other, and (without --overwrite) a --preview or --trace file that exists:
+    one rule for every output. outputs: {flag: path or None}; inputs: the
+    paths the run reads (files or folders). Paths are compared with symbolic
+    links resolved."""
+    read = [(p, os.path.realpath(p)) for p in inputs if p is not None]
+    seen = {}
+    for flag, path in outputs.items():
+        if path is None:
+            continue
+        real = os.path.realpath(path)
+        for given, source in read:
+            if real == source:
+                raise UserError(f"{flag} {shown(path)} is the input {shown(given)}: writing "
+                                f"it would destroy what is being read; choose another path")
+            if os.path.isdir(source) and real.startswith(source.rstrip(os.sep) + os.sep):
+                raise UserError(f"{flag} {shown(path)} is inside the input {shown(given)}: "
+                                f"choose a path outside it")
+        if real in seen:
+            raise UserError(f"{seen[real]} and {flag} name the same file {shown(path)}")
+        seen[real] = flag
+        if flag != "--out" and os.path.lexists(path) and not overwrite:
+            raise UserError(f"{flag} {shown(path)} exists: pass --overwrite to replace it")
 
 
 def _available_host_memory():
@@ -92,6 +120,19 @@ def open_ground_truth(path, first_shape, numbers):
     return truth
 
 
+def no_gpu_reason(status):
+    """Why no GPU is usable, in a user's words (fastmog.diagnose() gives the
+    CUDA error's name and text)."""
+    if status == "cudaErrorInsufficientDriver":
+        # CUDA's name covers both: no driver at all, or one older than the runtime
+        if not os.path.exists("/proc/driver/nvidia/version"):
+            return "no NVIDIA driver found"
+        return "the NVIDIA driver is older than this build's CUDA needs"
+    if status == "cudaErrorNoDevice":
+        return "no NVIDIA GPU found"
+    return f"no usable GPU ({status})"
+
+
 def choose_device(args):
     """(on_gpu, why not) after checking --device and --cpu."""
     if args.cpu:
@@ -102,8 +143,8 @@ def choose_device(args):
         status, text = _fastmog._cuda_status()
         if args.device is not None:
             raise UserError(f"--device {args.device}: no CUDA device is usable here "
-                            f"({status}: {text})")
-        return False, f"no usable GPU ({status})"
+                            f"({no_gpu_reason(status)})")
+        return False, no_gpu_reason(status)
     if args.device is not None and not args.device < _fastmog.device_count():
         raise UserError(f"--device {args.device} does not exist: this machine has "
                         f"{_fastmog.device_count()} CUDA device(s)")

@@ -6,6 +6,7 @@ Python spells a file name that is not UTF-8), so paths reach it as bytes and
 image files go through numpy and cv2.imdecode / cv2.imencode.
 """
 import os
+import stat
 
 import numpy as np
 
@@ -37,10 +38,20 @@ def read_image(path, flags, what="image"):
     """Decodes an image file; a UserError if it cannot be read or decoded."""
     cv = cv2(f"reading {what} files")
     try:
+        if not stat.S_ISREG(os.stat(path).st_mode):
+            # a FIFO would block the read forever, a device never end
+            raise UserError(f"cannot read {what} {shown(path)}: not a regular file")
         data = np.fromfile(path, np.uint8)
     except OSError as e:
         raise UserError(f"cannot read {what} {shown(path)}: {e.strerror or e}") from None
-    image = cv.imdecode(data, flags) if data.size else None
+    try:
+        image = cv.imdecode(data, flags) if data.size else None
+    except cv.error as e:
+        # e.g. a header claiming more pixels than OpenCV will decode
+        why = ("too large to decode (more pixels than OpenCV's CV_IO_MAX_IMAGE_PIXELS)"
+               if "MAX_IMAGE_PIXELS" in str(e)
+               else f"OpenCV cannot decode it ({getattr(e, 'err', None) or 'cv2.error'})")
+        raise UserError(f"cannot read {what} {shown(path)}: {why}") from None
     if image is None:
         raise UserError(f"cannot read {what} {shown(path)}: not an image OpenCV can decode")
     return image

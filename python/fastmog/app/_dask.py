@@ -8,8 +8,10 @@ that task, so frame order and model state never leave one process. The client
 hands out one source per worker at a time and the next one when a worker is
 free, so sources of different lengths balance and a lost worker held exactly
 one source. A pinned task is never moved to another worker by the scheduler,
-so a source is never silently restarted elsewhere: the client sees the worker
-leave the cluster and reports the source as lost. (A Dask actor would pin the
+so a source is never silently restarted elsewhere: the scheduler's
+"remove-worker" event names the worker and its tasks, and the client reports
+the source as lost (a task's own end, KilledWorker or cancelled, says so too;
+the client's cached worker list never does: it can be momentarily empty). (A Dask actor would pin the
 subtractor too, but would add a round trip per frame or a second protocol for
 the same thing; a task that owns the whole source needs neither.)
 
@@ -22,13 +24,16 @@ holds; on the worker the slot picks the GPU (`slot % device_count()`), so N
 workers of one host spread over its GPUs, and a restarted worker takes the
 slot of the one it replaces.
 """
+import asyncio
 import collections
 import dataclasses
 import hashlib
+import inspect
 import logging
 import os
 import pathlib
 import time
+import warnings
 
 import numpy as np
 
@@ -50,7 +55,13 @@ class SourceResult:
     digest: SHA-256 (hex) of the masks' bytes, frame after frame (each an
     H x W uint8 array in row order), so a run elsewhere can be compared.
     seconds: time on the worker from the first frame to the last mask.
-    device: the CUDA device it ran on, or None for the host reference."""
+    device: the CUDA device it ran on, or None for the host reference.
+    incomplete: for a "done" video that ended before the frame count its
+    container announces, or misses frames in the middle, what is missing
+    (its masks are those of the frames read); None when whole.
+    score: for a CDnet sequence folder, its masks scored against its own
+    groundtruth/ as the main job does ("precision", "recall", "f_measure",
+    "frames" scored); None for other sources."""
 
     source: object
     status: str
@@ -62,6 +73,8 @@ class SourceResult:
     device: int | None = None
     seconds: float | None = None
     error: str | None = None
+    score: dict | None = None
+    incomplete: str | None = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -74,6 +87,7 @@ class Job:
     learning_rate: float
     device_policy: str
     read: _sources.SourceOptions
+    progress: bool = False      # report frames done as "fastmog-progress" events
 
 
 def source_name(source):
@@ -86,7 +100,7 @@ def source_name(source):
 
 def process_sources(sources, *, client=None, workers=None, out_dirs=None, mog2_kwargs=None,
                     learning_rate=-1.0, grey=False, frames=None, decode="auto",
-                    device_policy="spread", on_result=None):
+                    device_policy="spread", on_result=None, on_progress=None):
     """Processes every source on a Dask cluster and returns one SourceResult
     per source, in the order given.
 
@@ -105,6 +119,9 @@ def process_sources(sources, *, client=None, workers=None, out_dirs=None, mog2_k
     (device 0: for clusters that give each worker its own CUDA_VISIBLE_DEVICES)
     or "cpu" (the host reference everywhere).
     on_result: called with each SourceResult as soon as it is known.
+    on_progress: called on the client, a few times a second while sources
+    run, with {index of the source: frames done so far} of those running
+    (the workers report their counts as they go).
     """
     sources = list(sources)
     if not sources:
@@ -131,14 +148,15 @@ def process_sources(sources, *, client=None, workers=None, out_dirs=None, mog2_k
     mog2_kwargs = dict(mog2_kwargs or {})
     cpu.BackgroundSubtractorMOG2(**mog2_kwargs)   # bad parameters fail here, not 8 times
     job = Job(mog2_kwargs, float(learning_rate), device_policy,
-                  _sources.SourceOptions(frames=frames, grey=bool(grey), decode=decode))
+              _sources.SourceOptions(frames=frames, grey=bool(grey), decode=decode),
+              progress=on_progress is not None)
     if client is not None:
         if workers is not None:
             raise ValueError("workers= sizes a local cluster; with client= the cluster is "
                              "the client's")
-        return _schedule(client, sources, out_dirs, job, on_result)
+        return _schedule(client, sources, out_dirs, job, on_result, on_progress)
     with local_client(workers) as own:
-        return _schedule(own, sources, out_dirs, job, on_result)
+        return _schedule(own, sources, out_dirs, job, on_result, on_progress)
 
 
 class local_client:
@@ -155,9 +173,13 @@ class local_client:
         if n < 1:
             raise ValueError(f"workers must be at least 1, got {n}")
         # workers are processes: one subtractor, one GIL and (GPU) one device each
-        self.cluster = distributed.LocalCluster(
-            n_workers=n, threads_per_worker=1, processes=True, dashboard_address=None,
-            silence_logs=logging.ERROR)
+        with warnings.catch_warnings():
+            # without a dashboard the scheduler still serves HTTP, by default on
+            # 8787, and warns when another cluster has it: no matter here
+            warnings.filterwarnings("ignore", message=r"Port \d+ is already in use")
+            self.cluster = distributed.LocalCluster(
+                n_workers=n, threads_per_worker=1, processes=True, dashboard_address=None,
+                silence_logs=logging.ERROR)
         try:
             self.client = distributed.Client(self.cluster)
         except BaseException:
@@ -181,13 +203,92 @@ def live_workers(client):
     return {addr: w.get("host", addr) for addr, w in info.get("workers", {}).items()}
 
 
-def _schedule(client, sources, out_dirs, job, on_result):
+class _Removals:
+    """The workers the scheduler removed while sources ran, from its own
+    "remove-worker" events (topic "all"), and the keys of the tasks they held.
+
+    Loss is decided from these events and from each task's future, never from
+    client.scheduler_info(): that is a cache which distributed's periodic
+    refresh can overwrite with an empty worker list while every worker is
+    busy and well. A handler the client already had for "all" still gets
+    every event, and is put back on exit."""
+
+    TOPIC = "all"
+
+    def __init__(self, client):
+        self.client, self.workers, self.keys = client, set(), set()
+        handlers = getattr(client, "_event_handlers", {})
+        self.previous = handlers.get(self.TOPIC) if isinstance(handlers, dict) else None
+
+    def __call__(self, event):
+        _, msg = event
+        if isinstance(msg, dict) and msg.get("action") == "remove-worker":
+            self.keys.update(msg.get("processing-tasks") or ())
+            self.workers.add(msg.get("worker"))
+        if self.previous is not None:
+            result = self.previous(event)
+            if inspect.isawaitable(result):  # a coroutine handler: run on this (the client's) loop
+                asyncio.ensure_future(result)
+
+    def lost(self, future, worker):
+        return worker in self.workers or future.key in self.keys
+
+    def __enter__(self):
+        # sent before any task: the scheduler registers it before their events
+        self.client.subscribe_topic(self.TOPIC, self)
+        return self
+
+    def __exit__(self, *exc):
+        try:
+            if self.previous is not None:
+                self.client.subscribe_topic(self.TOPIC, self.previous)
+            else:
+                self.client.unsubscribe_topic(self.TOPIC)
+        except Exception:                   # a client already closed has nothing to undo
+            pass
+
+
+PROGRESS_TOPIC = "fastmog-progress"
+PROGRESS_EVERY = 0.2          # seconds between a worker's progress events
+
+
+class _Counts:
+    """Frames done per task key, from the workers' progress events."""
+
+    def __init__(self, client, wanted):
+        self.client, self.wanted, self.frames = client, wanted, {}
+
+    def __call__(self, event):
+        _, msg = event
+        if isinstance(msg, dict) and "key" in msg:
+            self.frames[msg["key"]] = msg.get("frames", 0)
+
+    def __enter__(self):
+        if self.wanted:
+            self.client.subscribe_topic(PROGRESS_TOPIC, self)
+        return self
+
+    def __exit__(self, *exc):
+        if self.wanted:
+            try:
+                self.client.unsubscribe_topic(PROGRESS_TOPIC)
+            except Exception:               # a client already closed has nothing to undo
+                pass
+
+
+def _schedule(client, sources, out_dirs, job, on_result, on_progress=None):
+    with _Removals(client) as removed, _Counts(client, on_progress is not None) as counts:
+        return _run_all(client, sources, out_dirs, job, on_result, removed,
+                        on_progress, counts)
+
+
+def _run_all(client, sources, out_dirs, job, on_result, removed, on_progress, counts):
     from distributed import wait
 
     results = [None] * len(sources)
     pending = collections.deque(range(len(sources)))
     running = {}                       # future -> (index, worker)
-    slots = {}                         # worker -> slot, while it lives
+    slots = {}                         # worker -> (host, slot), until it is removed
     without_workers = None
 
     def settle(i, result):
@@ -196,24 +297,27 @@ def _schedule(client, sources, out_dirs, job, on_result):
             on_result(result)
 
     while pending or running:
-        live = live_workers(client)
-        for w in [w for w in slots if w not in live]:
+        for w in [w for w in slots if w in removed.workers]:
             del slots[w]
         for future, (i, w) in list(running.items()):
-            if w not in live and not future.done():
+            if removed.lost(future, w) and not future.done():
                 # pinned: the scheduler will not move it, so it is given up here
                 future.cancel()
                 del running[future]
                 settle(i, SourceResult(sources[i], "lost", out_dir=out_dirs[i], worker=w,
                                        error=f"worker {w} was lost while processing it"))
+        # where to submit only: a worker missing from this (cached) list is
+        # merely not given a source now
+        live = {w: host for w, host in live_workers(client).items()
+                if w not in removed.workers}
         busy = {w for _, w in running.values()}
         for w in sorted(live):
             if w not in slots:
-                taken = {slots[o] for o in slots if live.get(o) == live[w]}
-                slots[w] = min(set(range(len(taken) + 1)) - taken)
+                taken = {slot for host, slot in slots.values() if host == live[w]}
+                slots[w] = (live[w], min(set(range(len(taken) + 1)) - taken))
             if pending and w not in busy:
                 i = pending.popleft()
-                future = client.submit(_run_source, sources[i], out_dirs[i], slots[w], job,
+                future = client.submit(_run_source, sources[i], out_dirs[i], slots[w][1], job,
                                        workers=[w], allow_other_workers=False, pure=False,
                                        key=f"fastmog-source-{i}-{os.urandom(4).hex()}")
                 running[future] = (i, w)
@@ -238,6 +342,8 @@ def _schedule(client, sources, out_dirs, job, on_result):
         for future in [f for f in running if f.done()]:
             i, w = running.pop(future)
             settle(i, _collect(future, sources[i], out_dirs[i], w))
+        if on_progress is not None and running:
+            on_progress({i: counts.frames.get(f.key, 0) for f, (i, _) in running.items()})
     return results
 
 
@@ -276,12 +382,22 @@ def _run_source(source, out_dir, slot, job):
     # the client checked the folder; a rerun's stale masks are replaced
     writer = _writers.PngSequence(out_dir, True) if out_dir is not None else _writers.NoMasks()
     streams = _loop.open_streams(device, on_gpu)
+    truth = None
     try:
         if isinstance(source, (str, bytes, os.PathLike)):
+            found = _sources.find_input(os.fsdecode(source))
             opened = _sources.open_source(
-                _sources.find_input(os.fsdecode(source)), job.read, on_gpu=on_gpu,
+                found, job.read, on_gpu=on_gpu,
                 stream=streams[1] if on_gpu else None, timer=None,
                 check_memory=_checks.memory_check(on_gpu, device, sub.n_mixtures))
+            if found.cdnet is not None:
+                # a CDnet sequence is scored against its own ground truth, as alone
+                try:
+                    truth = _checks.open_ground_truth(found.cdnet, opened.shape,
+                                                      opened.numbers)
+                except BaseException:
+                    opened.close()
+                    raise
         else:
             opened = _sources.open_callable(source, job.read.frames)
     except BaseException:
@@ -289,18 +405,49 @@ def _run_source(source, out_dir, slot, job):
             s.close()
         raise
     digest, shapes = hashlib.sha256(), []
+    numbers = opened.numbers
 
     def seen(index, mask):
         digest.update(np.ascontiguousarray(mask).data)
         shapes[:] = [mask.shape]
+        if truth is not None:
+            number = numbers[index] if numbers else None
+            truth.add(number if number is not None else index, mask)
 
     done = _loop.process(sub, opened, writer, streams=streams,
-                         learning_rate=job.learning_rate, on_mask=seen)
+                         learning_rate=job.learning_rate, on_mask=seen,
+                         progress=_Reporter() if job.progress else None)
     if done.interrupted:
         raise KeyboardInterrupt
+    score = None
+    if truth is not None:
+        s = truth.score
+        score = {"precision": s.precision, "recall": s.recall, "f_measure": s.f_measure,
+                 "frames": s.frames}
     return {"frames": done.frames, "shape": shapes[0] if shapes else None,
             "digest": digest.hexdigest(), "out_dir": out_dir, "device": device,
-            "seconds": done.seconds}
+            "seconds": done.seconds, "score": score, "incomplete": opened.incomplete()}
+
+
+class _Reporter:
+    """The frame loop's progress on a worker, sent to the client as events of
+    PROGRESS_TOPIC, at most every PROGRESS_EVERY seconds."""
+
+    def __init__(self):
+        from distributed import get_worker
+
+        self.worker = get_worker()
+        self.key = self.worker.get_current_task()
+        self.last = 0.0
+
+    def update(self, done):
+        now = time.monotonic()
+        if now - self.last >= PROGRESS_EVERY:
+            self.last = now
+            self.worker.log_event(PROGRESS_TOPIC, {"key": self.key, "frames": done})
+
+    def close(self):
+        pass
 
 
 def unique_names(sources):

@@ -6,7 +6,7 @@ EXIT_OK = 0
 EXIT_USAGE = 2          # a mistake in the command, its input or its outputs
 EXIT_SHORT = 3          # the input ended before the frame count its container announces
 EXIT_INCOMPLETE = 4     # several sources: a worker was lost, or a source failed
-EXIT_INTERRUPTED = 130  # Ctrl-C; what was written is kept
+EXIT_INTERRUPTED = 130  # Ctrl-C (SIGTERM, SIGHUP: 128 + signal, _signals); what was written is kept
 
 
 class UserError(Exception):

@@ -11,6 +11,7 @@ import time
 import numpy as np
 
 from .. import _fastmog, _pipeline, cpu
+from . import _signals
 from ._checks import PIPELINE_DEPTH
 
 
@@ -35,6 +36,7 @@ class Processed:
     pixels: int = 0
     seconds: float = 0.0
     interrupted: bool = False
+    interrupt: KeyboardInterrupt | None = None    # what stopped it: Ctrl-C, SIGTERM, ...
     last_frame: np.ndarray | None = None
     last_mask: np.ndarray | None = None
     background: np.ndarray | None = None
@@ -49,8 +51,8 @@ def process(sub, source, writer, *, streams, learning_rate=-1.0, batch=1, timer=
 
     streams: [] for the host reference, else (upload, compute, download) on
     sub's device, NVDEC's frames queued on compute. batch: host frames per
-    launch on the GPU. Ctrl-C ends the loop early (`interrupted`), keeping
-    what was written.
+    launch on the GPU. Ctrl-C, SIGTERM or SIGHUP (_signals) end the loop
+    early (`interrupted`), keeping what was written.
 
     The closing order, whatever happens: the progress line, the writer, the
     source's decoder, then the streams (NVDEC and the pipeline work on them).
@@ -63,16 +65,17 @@ def process(sub, source, writer, *, streams, learning_rate=-1.0, batch=1, timer=
         try:
             for mask in _masks(sub, source, streams, learning_rate, batch, timer, last,
                                keep_last):
-                writer.write(mask)
-                if on_mask is not None:
-                    on_mask(done.frames, mask)
-                done.frames += 1
-                done.pixels += mask.size
+                with _signals.held():      # a mask written is a mask counted
+                    writer.write(mask)
+                    if on_mask is not None:
+                        on_mask(done.frames, mask)
+                    done.frames += 1
+                    done.pixels += mask.size
+                    last["mask"] = mask
                 if progress is not None:
                     progress.update(done.frames)
-                last["mask"] = mask
-        except KeyboardInterrupt:
-            done.interrupted = True
+        except KeyboardInterrupt as e:
+            done.interrupted, done.interrupt = True, e
         finally:
             done.seconds = time.perf_counter() - started
             if progress is not None:

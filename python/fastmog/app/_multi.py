@@ -1,20 +1,24 @@
 """python -m fastmog SRC [SRC ...]: the main job for several sources, on a
 local Dask cluster (--workers N) or an existing one (--scheduler ADDRESS),
 with one line per source as it finishes (the work itself is in _dask)."""
+import contextlib
+import os
+import pathlib
 import sys
 import time
 
 from .. import cpu
-from . import _sources, _writers
+from . import _checks, _sources, _writers
 from ._dask import live_workers, local_client, process_sources, source_name, unique_names
-from ._errors import EXIT_INCOMPLETE, EXIT_OK, UserError, shown
+from ._errors import EXIT_INCOMPLETE, EXIT_OK, EXIT_SHORT, UserError, shown
 from ._options import mog2_kwargs
+from ._progress import Progress
 
 # single-run options that have no meaning, or no implementation, per source here
-_SINGLE_ONLY = [("preview", "--preview"), ("ground_truth", "--ground-truth"),
+_SINGLE_ONLY = [("preview", "--preview"), ("preview_full_size", "--preview-full-size"), ("ground_truth", "--ground-truth"),
                 ("trace", "--trace"), ("profile", "--profile"), ("sync", "--sync"),
                 ("device", "--device"), ("size", "--size"), ("colour", "--colour"),
-                ("fps", "--fps"), ("accept_short", "--accept-short")]
+                ("fps", "--fps")]
 
 
 def check(args):
@@ -28,12 +32,15 @@ def check(args):
     if not args.input:
         raise UserError("--workers and --scheduler need sources: give one or more videos or "
                         "folders of frames")
+    inputs = []
     for text in args.input:
         found = _sources.find_input(text)
+        inputs.append(found.cdnet or found.path)
         if args.decode != "auto" and found.kind != "video":
             raise UserError(f"--decode {args.decode} is for video files; "
                             f"{shown(text)} is a folder")
     out_dirs = [None] * len(args.input)
+    _checks.check_outputs({"--out": args.out}, inputs, args.overwrite)
     if args.out is not None:
         if args.out.suffix.lower() in _writers.LOSSLESS_VIDEO | _writers.LOSSY_VIDEO:
             raise UserError(f"--out {shown(args.out)} names a video; with several sources "
@@ -41,9 +48,13 @@ def check(args):
         if args.out.exists() and not args.out.is_dir():
             raise UserError(f"cannot write masks to {shown(args.out)}: it is a file, "
                             f"not a folder")
+        _writers.check_folder_name(args.out)
+        names = unique_names(args.input)
+        for name in names:      # cam1 --out . would write into the input cam1/
+            _checks.check_outputs({"--out": args.out / name}, inputs, args.overwrite)
         # each subfolder is checked (and made) now: a used one must not cost a run
         out_dirs = [_writers.PngSequence(args.out / name, args.overwrite).path
-                    for name in unique_names(args.input)]
+                    for name in names]
     try:
         cpu.BackgroundSubtractorMOG2(**mog2_kwargs(args))
     except (ValueError, TypeError) as e:
@@ -67,22 +78,73 @@ def _client(args):
     return client, f"the cluster at {args.scheduler}"
 
 
+@contextlib.contextmanager
+def _terminal_for_fastmog_only():
+    """While the cluster lives, file descriptor 2 (which every worker process
+    inherits, and where distributed's loggers write) goes to /dev/null, and
+    sys.stderr, fastmog's own lines, to the terminal: worker error blocks and
+    the tracebacks of workers hit by a terminal's Ctrl-C stay out of sight."""
+    sys.stderr.flush()
+    saved = os.dup(2)
+    null = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(null, 2)
+    os.close(null)
+    previous = sys.stderr
+    sys.stderr = open(saved, "w", buffering=1, errors="backslashreplace", closefd=False)
+    try:
+        yield
+    finally:
+        sys.stderr.flush()
+        sys.stderr = previous
+        os.dup2(saved, 2)
+        os.close(saved)
+
+
 def run(args):
     sources, out_dirs = check(args)
+    with _terminal_for_fastmog_only():
+        return _run(args, sources, out_dirs)
+
+
+def _run(args, sources, out_dirs):
     cluster, where = _client(args)
     with cluster as client:
         n_workers = len(live_workers(client))
         print(f"fastmog: {len(sources)} sources on {where} of {n_workers} Dask workers "
               f"({'the host reference' if args.cpu else 'a GPU each where there is one'})")
 
+        progress = Progress("processing")
+        names = [shown(source_name(s)) for s in sources]
+
+        def show_progress(frames):
+            progress.label = "processing: " + ", ".join(
+                f"{pathlib.PurePath(names[i]).name or names[i]} {n}"
+                for i, n in sorted(frames.items())) + "; in all"
+            progress.update(sum(frames.values()) + finished[0])
+
+        finished = [0]
+
         def report(r):
+            progress.close()
+            finished[0] += r.frames
             name = shown(source_name(r.source))
             if r.status == "done":
                 on = "the host reference" if r.device is None else f"GPU {r.device}"
                 rate = f"{r.frames / r.seconds:.1f} frames/s" if r.seconds else "-"
                 wrote = f"; masks in {shown(r.out_dir)}" if r.out_dir else ""
+                scored = ""
+                if r.score is not None:
+                    s = r.score
+                    scored = (f"; CDnet ground truth: precision {s['precision']:.4f} recall "
+                              f"{s['recall']:.4f} F-measure {s['f_measure']:.4f} over "
+                              f"{s['frames']} frames")
                 print(f"fastmog: {name}: {r.frames} frames in {r.seconds:.3f} s ({rate}) "
-                      f"on {on} of worker {r.worker}{wrote}")
+                      f"on {on} of worker {r.worker}{wrote}{scored}")
+                if r.incomplete and args.accept_short:
+                    print(f"fastmog: note: {name}: {r.incomplete}; accepted (--accept-short)")
+                elif r.incomplete:
+                    print(f"fastmog: error: {name}: {r.incomplete}; pass --accept-short to "
+                          f"accept it", file=sys.stderr)
             elif r.status == "lost":
                 print(f"fastmog: error: {name}: lost: {r.error}", file=sys.stderr)
             else:
@@ -93,12 +155,17 @@ def run(args):
             sources, client=client, out_dirs=out_dirs, mog2_kwargs=mog2_kwargs(args),
             learning_rate=args.learning_rate, grey=args.grey, frames=args.frames,
             decode=args.decode, device_policy="cpu" if args.cpu else "spread",
-            on_result=report)
+            on_result=report, on_progress=show_progress if progress.enabled else None)
+        progress.close()
         elapsed = time.perf_counter() - started
     done = [r for r in results if r.status == "done"]
     frames = sum(r.frames for r in done)
     print(f"fastmog: processed {len(done)} of {len(results)} sources, {frames} frames in "
           f"{elapsed:.3f} s: {frames / elapsed:.1f} frames/s in all (cluster start not counted"
           f"{', including writing the masks' if args.out is not None else ''})")
-    return EXIT_OK if len(done) == len(results) else EXIT_INCOMPLETE
+    if len(done) != len(results):
+        return EXIT_INCOMPLETE
+    if any(r.incomplete for r in done) and not args.accept_short:
+        return EXIT_SHORT
+    return EXIT_OK
 

@@ -13,10 +13,11 @@ from ._sources import SourceOptions
 EPILOG = """\
 exit status: 0 done; 2 a mistake in the command, its input or its outputs (one
 line on stderr, found before the run where possible); 3 the video ended before
-the frame count its container announces (truncated or corrupt; --accept-short
-makes this 0); 4 several sources: a Dask worker was lost with a source (one
-line each) or a source failed; 130 interrupted by Ctrl-C (what was written is
-kept).
+the frame count its container announces or its timestamps skip frames in the
+middle (truncated or corrupt; --accept-short makes this 0); 4 several sources: a Dask worker was lost with a source (one
+line each) or a source failed; 130 interrupted by Ctrl-C, 143 by SIGTERM, 129
+by SIGHUP (128 + the signal: the run stops cleanly, what was written is kept
+and the summary printed).
 """
 
 
@@ -147,20 +148,26 @@ def build_parser():
                         "video (.mkv or .avi) (default: masks are not kept)")
     p.add_argument("--overwrite", action="store_true",
                    help="let --out replace an existing video, or delete the mask_NNNNNN.png "
-                        "files in a non-empty folder first; other files are never touched "
-                        "(default: off, a used --out is refused)")
+                        "files in a non-empty folder first, and let --preview and --trace "
+                        "replace existing files; other files are never touched, and an "
+                        "output that is or lies inside an input is always refused "
+                        "(default: off, a used output is refused)")
     p.add_argument("--fps", type=_fps,
                    help="frame rate of the mask video (default: the input video's, 25 for "
                         "frames and the built-in scene)")
     p.add_argument("--preview", type=pathlib.Path, metavar="IMAGE",
                    help="write frame | mask | background of the last frame as one image, "
-                        "e.g. preview.png (default: none)")
+                        "e.g. preview.png, each panel at most 1280 pixels wide (default: none)")
+    p.add_argument("--preview-full-size", action="store_true",
+                   help="write the preview at the frames' own size (default: off, each panel "
+                        "at most 1280 pixels wide)")
     p.add_argument("--ground-truth", type=pathlib.Path, metavar="DIR",
                    help="score against CDnet-layout ground truth: precision, recall, F "
                         "(default: none, or the sequence's own for a CDnet folder)")
     p.add_argument("--accept-short", action="store_true",
                    help="exit 0 when a video ends before the frame count its container "
-                        "announces (default: off, exit status 3)")
+                        "announces, or its timestamps skip frames in the middle (default: "
+                        "off, exit status 3)")
     p.add_argument("--decode", choices=("auto", "nvdec", "cpu"), default="auto",
                    help="video decoder: nvdec (on the GPU), cpu, or auto: NVDEC when it can "
                         "decode the video, else the CPU, saying why (default: auto)")

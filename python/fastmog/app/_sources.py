@@ -55,6 +55,12 @@ def find_input(text):
     """Classifies the input argument; a UserError for anything unusable."""
     if text is None:
         return Input("scene")
+    if not os.fsdecode(text).strip():
+        # pathlib would read "" as ".", the current folder
+        raise UserError("the input is an empty path: give a video file or a folder of frames")
+    if "://" in os.fsdecode(text):
+        raise UserError(f"{shown(text)} is a URL: URLs and live streams are not supported "
+                        f"yet; give a video file or a folder of frames")
     path = pathlib.Path(text)
     try:
         mode = os.stat(path).st_mode
@@ -83,11 +89,24 @@ def _frame_files(folder):
     except OSError as e:
         raise UserError(f"cannot list {shown(folder)}: {e.strerror or e}") from None
     files = sorted(pathlib.Path(e.path) for e in entries
-                   if e.is_file() and pathlib.Path(e.name).suffix.lower() in FRAME_SUFFIXES
-                   and pathlib.Path(e.name).stem.lower() != "roi")
+                   if pathlib.Path(e.name).suffix.lower() in FRAME_SUFFIXES
+                   and pathlib.Path(e.name).stem.lower() != "roi" and _regular(e))
     if not files:
         raise UserError(f"{shown(folder)} holds no frames (JPEG, PNG, BMP, TIFF or WebP files)")
     return files
+
+
+def _regular(entry):
+    """Whether a folder entry is a regular file, following links; a link that
+    loops or leads nowhere is a UserError naming it."""
+    try:
+        if entry.is_file():
+            return True
+        if entry.is_symlink():
+            os.stat(entry.path)          # raises for a loop or a dangling link
+        return False
+    except OSError as e:
+        raise UserError(f"cannot read frame {shown(entry.path)}: {e.strerror or e}") from None
 
 
 def _wxh(shape):
@@ -128,17 +147,37 @@ class Source:
             self.reader.close()
 
     @property
+    def gaps(self):
+        """Ranges of frame numbers missing between frames read (a damaged
+        video whose decoder skipped ahead), from the reader's timestamps."""
+        return self.reader.gaps if self.reader is not None else []
+
+    @property
     def short(self):
         """True when fewer frames came than the container announced (or the
         decoder stopped on an error) and the stream did not reach the end of
         its timeline: a file that stores repeated frames as empty chunks
         (tree.avi: 444 announced, 68 decoded, the last at 29.5 s of 29.6) is
         complete, even where the reader calls it truncated."""
+        if self.gaps:
+            return True
         if self.expected is None:
             return self.decode_error is not None
         if self.read >= self.expected:
             return False
         return self.reached is None or self.reached < self.expected
+
+
+    def incomplete(self):
+        """What is missing, as a message (None when the source was whole)."""
+        if not self.short:
+            return None
+        of = f" of the {self.expected} its container announces" if self.expected else ""
+        if self.gaps:
+            missing = ", ".join(f"{a}-{b}" if b > a else f"{a}" for a, b in self.gaps)
+            return f"read {self.read} frames{of}: frames {missing} are missing (corrupt video)"
+        why = f": {self.decode_error}" if self.decode_error else ""
+        return f"read {self.read} frames{of} (truncated or corrupt video{why})"
 
 
 def open_source(found, options, *, on_gpu, stream, timer, check_memory):
@@ -228,13 +267,23 @@ def open_video(found, options, *, on_gpu, stream, timer, check_memory):
                              sessions=options.nvdec_sessions if decode != "cpu" else 1)
     except (ValueError, TypeError, _fastmog.CudaError) as e:
         # DecodeError is a ValueError: unreadable file, codec or size NVDEC lacks
-        raise UserError(f"cannot read video {shown(path)}: {e}") from None
+        raise UserError(f"cannot read video {shown(path)}: {_why(e, path)}") from None
     try:
         source = _video_source(reader, path, options, on_gpu, check_memory)
     except BaseException:
         reader.close()
         raise
     return source
+
+
+def _why(error, path):
+    """The reader's message without the file name it starts with, which the
+    caller's own message already gives."""
+    text = str(error)
+    for prefix in (f"cannot read video {os.fsdecode(path)}: ", f"{os.fsdecode(path)}: "):
+        if text.startswith(prefix):
+            return text[len(prefix):]
+    return text
 
 
 def _video_source(reader, path, options, on_gpu, check_memory):
@@ -248,7 +297,7 @@ def _video_source(reader, path, options, on_gpu, check_memory):
     except StopIteration:
         raise UserError(f"cannot read video {shown(path)}: no frame could be decoded") from None
     except ValueError as e:
-        raise UserError(f"cannot read video {shown(path)}: {e}") from None
+        raise UserError(f"cannot read video {shown(path)}: {_why(e, path)}") from None
     if on_device:
         h, w = first.luma.__cuda_array_interface__["shape"][:2]
         shape = (h, w) if options.grey else (h, w, 3)
@@ -274,7 +323,8 @@ def _video_source(reader, path, options, on_gpu, check_memory):
                 return
             except DecodeError as e:
                 # the stream ends here; whether it is short input, the timeline says
-                source.decode_error = str(e)
+                source.decode_error = (f"frame {e.frame_index} could not be decoded"
+                                       if e.frame_index is not None else _why(e, path))
                 return
             yield passed(frame)
             n += 1

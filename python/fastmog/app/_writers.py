@@ -54,7 +54,18 @@ def mask_writer(out, overwrite):
     if suffix in IMAGE_SUFFIXES:
         raise UserError(f"--out {shown(out)} names one image; give a folder for the PNG "
                         f"sequence or a .mkv/.avi file for a video")
+    check_folder_name(out)
     return PngSequence(out, overwrite)
+
+
+def check_folder_name(out):
+    """A new --out folder has no extension: masks.gif would otherwise become a
+    folder where a file was meant (an existing folder is taken as it is)."""
+    suffix = pathlib.Path(out).suffix
+    if suffix and not os.path.isdir(out):
+        raise UserError(f"--out {shown(out)}: fastmog writes no {suffix.lower()} files; give a "
+                        f"folder (a name without extension, or one that exists) for PNG "
+                        f"masks, or a .mkv/.avi file for a lossless video")
 
 
 class NoMasks:
@@ -128,6 +139,7 @@ class LosslessVideo:
         self.path, self.count = pathlib.Path(out), 0
         self.cv2 = _cvio.cv2("writing a mask video")
         self.video, self.fps, self.digests = None, DEFAULT_FPS, []
+        self.size = 0                          # the file's size when it last grew
         if self.path.exists() and not overwrite and not self.path.is_dir():
             raise UserError(f"--out {shown(out)} exists: pass --overwrite to replace it")
         check_writable_file(self.path, "the mask video")
@@ -171,6 +183,25 @@ class LosslessVideo:
         self.video.write(np.ascontiguousarray(mask))
         self.digests.append(_digest(mask))
         self.count += 1
+        self._check_space(mask.nbytes)
+
+    def _check_space(self, nbytes):
+        """OpenCV's writer reports no failed write: a full disk shows as a file
+        that stops growing. While it grows all is well; when it has not grown
+        since the last mask (FFmpeg buffers, and masks compress well) and the
+        disk has less room than a raw mask, the run stops here, not after."""
+        try:
+            size = _file_size(self.path)
+        except OSError as e:
+            raise UserError(f"cannot write the mask video {shown(self.path)}: "
+                            f"{e.strerror or e}") from None
+        if size > self.size:
+            self.size = size
+            return
+        free = _free_bytes(self.path.parent)
+        if free is not None and free < max(nbytes, 1 << 20):
+            raise UserError(f"cannot write the mask video {shown(self.path)}: no space left "
+                            f"on device (ENOSPC) after {self.count} masks")
 
     def close(self):
         if self.video is not None:
@@ -189,8 +220,24 @@ class LosslessVideo:
                 raise UserError(f"the mask video {shown(self.path)} does not read back as "
                                 f"written (frame {n - 1} differs)")
         if n != len(self.digests):
+            free = _free_bytes(self.path.parent)
+            full = ": no space left on device (ENOSPC)" if free is not None and free < 1 << 20 \
+                else ""
             raise UserError(f"the mask video {shown(self.path)} reads back {n} of the "
-                            f"{len(self.digests)} masks written")
+                            f"{len(self.digests)} masks written{full}")
+
+
+def _file_size(path):
+    return os.stat(path).st_size
+
+
+def _free_bytes(folder):
+    """Bytes an unprivileged writer may still use in `folder`, or None."""
+    try:
+        st = os.statvfs(folder)
+    except OSError:
+        return None
+    return st.f_bavail * st.f_frsize
 
 
 def _read_back(cv2, path):
@@ -215,14 +262,25 @@ def check_preview(path):
     check_writable_file(path, "the preview")
 
 
-def write_preview(path, frame, mask, background):
-    """frame | mask | background side by side, as one colour image."""
+PREVIEW_PANEL_WIDTH = 1280      # a preview panel's width at most, unless full size is asked
+
+
+def write_preview(path, frame, mask, background, full_size=False):
+    """frame | mask | background side by side, as one colour image; each panel
+    scaled down to PREVIEW_PANEL_WIDTH wide unless full_size (a 4K preview
+    would be 11520 pixels wide). The mask is scaled by nearest neighbour, so
+    it keeps only its own values."""
     cv2 = _cvio.cv2("writing the preview")
 
-    def bgr(img):
+    def bgr(img, interpolation):
         if img.ndim == 3 and img.shape[2] == 1:        # NVDEC's luma plane is H x W x 1
             img = img[..., 0]
+        h, w = img.shape[:2]
+        if not full_size and w > PREVIEW_PANEL_WIDTH:
+            size = (PREVIEW_PANEL_WIDTH, max(1, round(h * PREVIEW_PANEL_WIDTH / w)))
+            img = cv2.resize(np.ascontiguousarray(img), size, interpolation=interpolation)
         return cv2.cvtColor(img, cv2.COLOR_GRAY2BGR) if img.ndim == 2 else img[..., :3]
 
-    _cvio.write_image(path, np.concatenate([bgr(frame), bgr(mask), bgr(background)], axis=1),
-                      "the preview")
+    panels = [bgr(frame, cv2.INTER_AREA), bgr(mask, cv2.INTER_NEAREST),
+              bgr(background, cv2.INTER_AREA)]
+    _cvio.write_image(path, np.concatenate(panels, axis=1), "the preview")

@@ -3,16 +3,19 @@ of frames or the built-in scene with a truthful report (the run and its report).
 
 The command line is in _options, the checks before the run in _checks, inputs
 in _sources, the frame loop in _loop, outputs in _writers, the progress line in
-_progress, several sources in _multi. Every mistake the user can make ends
+_progress, how a run stops on a signal in _signals, several sources in _multi. Every mistake the user can make ends
 with one line on stderr and exit status 2, found before the run wherever it
 can be (exit statuses: _options.EPILOG).
 """
+import contextlib
+import errno
+import os
 import sys
 
 from .. import _fastmog
 from .._timing import Timer
-from . import _checks, _cvio, _loop, _multi, _sources, _writers
-from ._errors import EXIT_INTERRUPTED, EXIT_OK, EXIT_SHORT, EXIT_USAGE, UserError, shown
+from . import _checks, _cvio, _loop, _multi, _signals, _sources, _writers
+from ._errors import EXIT_OK, EXIT_SHORT, EXIT_USAGE, UserError, shown
 from ._options import build_parser, distributed, mog2_kwargs, source_options
 from ._progress import Progress
 
@@ -30,6 +33,9 @@ def run(args):
         raise UserError(str(e)) from None
 
     # outputs first: a mistake there must not cost a whole run
+    _checks.check_outputs({"--out": args.out, "--preview": args.preview,
+                           "--trace": args.trace},
+                          [found.cdnet or found.path, args.ground_truth], args.overwrite)
     writer = _writers.mask_writer(args.out, args.overwrite)
     if args.preview is not None:
         _writers.check_preview(args.preview)
@@ -47,7 +53,8 @@ def run(args):
     profiling = args.profile or args.sync or args.trace is not None
     timer = Timer(sync=args.sync) if profiling else None
     if not on_gpu:
-        print(f"fastmog: {why_host}: running the host reference (slower)", file=sys.stderr)
+        print(f"fastmog: {why_host}: running the host reference (slower)"
+              + ("" if args.cpu else "; fastmog.diagnose() says more"), file=sys.stderr)
     check_memory = _checks.memory_check(on_gpu, args.device, args.n_mixtures, args.batch)
     streams = _loop.open_streams(args.device, on_gpu)
     source = _sources.open_source(found, source_options(args), on_gpu=on_gpu,
@@ -79,26 +86,37 @@ def _process(args, sub, source, writer, truth, timer, streams):
         number = source.numbers[index] if source.numbers else index
         truth.add(number if number is not None else index, mask)
 
-    done = _loop.process(sub, source, writer, streams=streams,
-                         learning_rate=args.learning_rate, batch=args.batch, timer=timer,
-                         on_mask=score if truth is not None else None,
-                         progress=Progress(label, source.count),
-                         keep_last=args.preview is not None)
+    try:
+        done = _loop.process(sub, source, writer, streams=streams,
+                             learning_rate=args.learning_rate, batch=args.batch, timer=timer,
+                             on_mask=score if truth is not None else None,
+                             progress=Progress(label, source.count),
+                             keep_last=args.preview is not None)
+    except UserError as e:
+        if writer.count and writer.path is not None:
+            # what this run wrote is kept, and the error line says it is incomplete
+            raise UserError(f"{e} ({shown(writer.path)} is partial: {writer.count} masks "
+                            f"written)") from None
+        raise
     interrupted, elapsed = done.interrupted, done.seconds
     if done.frames == 0 and not interrupted:
         raise UserError("no frame was processed")
     if not interrupted:
         writer.verify()
     if done.last_mask is not None:
-        _writers.write_preview(args.preview, done.last_frame, done.last_mask, done.background)
+        _writers.write_preview(args.preview, done.last_frame, done.last_mask, done.background,
+                               full_size=args.preview_full_size)
 
     status = "interrupted after" if interrupted else "processed"
     print(f"fastmog: {status} {done.frames} frames in {elapsed:.3f} s: "
           f"{done.frames / elapsed:.1f} frames/s, {done.pixels / elapsed / 1e6:.1f} megapixels/s"
-          + (" (including writing the masks)" if args.out is not None else ""))
+          + (" (including writing the masks)" if args.out is not None else "")
+          + (f" (stopped by {_signals.name(done.interrupt)})" if interrupted else ""))
     if writer.count:
-        print(f"fastmog: wrote {writer.count} masks to {shown(args.out)}"
-              + (" (read back: exact)" if isinstance(writer, _writers.LosslessVideo) else ""))
+        checked = ""
+        if isinstance(writer, _writers.LosslessVideo):
+            checked = " (not read back: interrupted)" if interrupted else " (read back: exact)"
+        print(f"fastmog: wrote {writer.count} masks to {shown(args.out)}{checked}")
     if done.last_mask is not None:
         print(f"fastmog: wrote the preview {shown(args.preview)}")
     if truth is not None:
@@ -112,27 +130,40 @@ def _process(args, sub, source, writer, truth, timer, streams):
         if args.profile or args.sync:
             print(timer.report())
         if args.trace is not None:
-            try:
-                timer.to_chrome_trace(args.trace)
-            except OSError as e:
-                raise UserError(f"cannot write the trace {shown(args.trace)}: "
-                                f"{e.strerror or e}") from None
+            _write_trace(timer, args.trace)
             print(f"fastmog: wrote the trace {shown(args.trace)}")
     if interrupted:
-        return EXIT_INTERRUPTED
+        return _signals.exit_status(done.interrupt)
     if not source.short and source.expected and source.read < source.expected:
         print(f"fastmog: note: the container announces {source.expected} frames; the "
               f"{source.read} decoded reach the end of its timeline (the others repeat them)")
-    if source.short:
-        why = f": {source.decode_error}" if source.decode_error else ""
-        of = f" of the {source.expected} its container announces" if source.expected else ""
-        what = f"read {source.read} frames{of} (truncated or corrupt video{why})"
+    what = source.incomplete()
+    if what is not None:
         if args.accept_short:
             print(f"fastmog: note: {what}; accepted (--accept-short)")
         else:
             print(f"fastmog: error: {what}; pass --accept-short to accept it", file=sys.stderr)
             return EXIT_SHORT
     return EXIT_OK
+
+
+def _write_trace(timer, path):
+    """The trace under a hidden name first, renamed when whole: a full disk
+    leaves no empty or cut file under the real name (nor the hidden one)."""
+    folder, name = os.path.split(os.fsdecode(path))
+    partial = os.path.join(folder, f".{name}.partial")
+    try:
+        timer.to_chrome_trace(partial)
+        os.replace(partial, path)
+    except OSError as e:
+        with contextlib.suppress(OSError):
+            os.unlink(partial)
+        raise UserError(f"cannot write the trace {shown(path)}: {e.strerror or e}"
+                        + (" (ENOSPC)" if e.errno == errno.ENOSPC else "")) from None
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(partial)
+        raise
 
 
 def main(argv=None):
@@ -142,6 +173,11 @@ def main(argv=None):
             out.reconfigure(errors="backslashreplace")
     _cvio.quiet_opencv()
     args = build_parser().parse_args(argv)
+    with _signals.handled():
+        return _main(args)
+
+
+def _main(args):
     try:
         if distributed(args):
             return _multi.run(args)
@@ -156,7 +192,15 @@ def main(argv=None):
         if e.name != "cudaErrorMemoryAllocation":
             raise
         print(f"fastmog: error: out of GPU memory ({e}): use smaller frames", file=sys.stderr)
-    except KeyboardInterrupt:
-        print("fastmog: interrupted", file=sys.stderr)
-        return EXIT_INTERRUPTED
+    except KeyboardInterrupt as e:
+        print(f"fastmog: interrupted ({_signals.name(e)})", file=sys.stderr)
+        if distributed(args):
+            # a cluster cut short in its start is closed again at exit, with
+            # tracebacks: after the one line, nothing more reaches the terminal
+            sys.stderr.flush()
+            null = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(null, 2)
+            os.close(null)
+            sys.stderr = open(os.devnull, "w")
+        return _signals.exit_status(e)
     return EXIT_USAGE

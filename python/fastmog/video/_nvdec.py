@@ -57,6 +57,25 @@ def _container_metadata(source):
         cap.release()
 
 
+def _stream_time_base(source):
+    """The video stream's time base (seconds per pts unit) from the container,
+    through PyAV where it is installed, for PyNvVideoCodec builds whose demuxer
+    does not report it: without it NVDEC frames have no timestamps, and a
+    reader cannot see frames missing in the middle. None where unknown."""
+    if not os.path.isfile(source):
+        return None
+    try:
+        import av
+    except Exception:                        # not installed, or its FFmpeg does not load
+        return None
+    try:
+        with av.open(os.fsdecode(source)) as container:
+            base = container.streams.video[0].time_base
+            return float(base) if base else None
+    except Exception:                        # PyAV's errors are many; the answer is "unknown"
+        return None
+
+
 def _codec_name(codec):
     return str(codec).rsplit(".", 1)[-1]
 
@@ -110,7 +129,7 @@ class NvdecDecoder:
         self.decoder = self.new_decoder(stream) if decoder else None
         tb_num = getattr(dmx, "GetTimebaseNum", lambda: 0)()
         tb_den = getattr(dmx, "GetTimebaseDen", lambda: 0)()
-        self.time_base = tb_num / tb_den if tb_num and tb_den else None
+        self.time_base = tb_num / tb_den if tb_num and tb_den else _stream_time_base(source)
         self.declared, self.fps = _container_metadata(source)
 
     def new_decoder(self, stream):

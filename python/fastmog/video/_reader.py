@@ -30,7 +30,9 @@ class VideoFrame:
     ``__cuda_array_interface__``, valid until the next frame is taken from
     the reader; `host` is None. From the host decoder, `host` is an H×W×3 BGR
     or H×W grey numpy array in the reader's ring; `luma` and `chroma` are None.
-    `pts` is the presentation time in seconds (None where unknown)."""
+    `pts` is the presentation time in seconds (None where unknown); `number`
+    is the frame's place in the container's timeline, round(pts x fps) (None
+    where either is unknown): it skips where frames are missing."""
 
     index: int
     pts: float | None
@@ -38,6 +40,7 @@ class VideoFrame:
     luma: object = None
     chroma: object = None
     host: np.ndarray | None = None
+    number: int | None = None
 
     @property
     def on_device(self):
@@ -57,6 +60,21 @@ class VideoFrame:
             raise RuntimeError("colour frames from NVDEC need fastmog.nv12_to_bgr, which this "
                                "build of fastmog lacks: read with grey=True or decode='cpu'")
         return nv12_to_bgr(self.luma, self.chroma, stream=stream, out=out)
+
+
+def timeline_gaps(numbers):
+    """The (first, last) frame numbers missing between consecutive `numbers`
+    (places in a timeline, increasing). A stream whose frames follow one
+    another (a typical step of 1) misses every number it skips. A stream
+    sparser than its declared rate (a typical step s > 1: repeated frames
+    stored as empty chunks, as in tree.avi, or a variable rate) misses only
+    where a step exceeds 2s."""
+    steps = [b - a for a, b in zip(numbers, numbers[1:]) if b > a]
+    if not steps:
+        return []
+    typical = sorted(steps)[len(steps) // 2]
+    limit = 1 if typical <= 1 else 2 * typical
+    return [(a + 1, b - 1) for a, b in zip(numbers, numbers[1:]) if b - a > limit]
 
 
 def _close_quietly(frames, decoder):
@@ -89,7 +107,11 @@ class VideoReader:
     are not cut and decode in one session.
 
     `fps` and `frame_count` are what the container declares (None where it
-    does not, as for streams).
+    does not, as for streams). `gaps` lists the ranges of frame numbers
+    missing between the frames read so far (a damaged file whose decoder
+    skips ahead without an error), from the frames' timestamps: see
+    timeline_gaps. It needs timestamps and a frame rate (NVDEC gives
+    timestamps where PyNvVideoCodec reports the stream's time base).
 
     Lifetimes: an NVDEC frame's planes are valid until the next frame is
     taken. A host frame lives in a ring of `depth` pinned buffers and is
@@ -151,6 +173,7 @@ class VideoReader:
             self._decoder = HostDecoder(source, self.grey, depth, open_timeout)
             self._frames = self._decoder.frames()
         self._index = 0
+        self._numbers = []                   # the timeline places read, for gaps
         self._closed = False
 
     def _open_nvdec(self, stream, device, open_timeout, sessions):
@@ -211,6 +234,11 @@ class VideoReader:
         return self._decoder.declared or None
 
     @property
+    def gaps(self):
+        """[(first, last), ...]: the frame numbers missing so far, inclusive."""
+        return timeline_gaps(self._numbers)
+
+    @property
     def pinned(self):
         """Host backend: whether the ring is page-locked (None before the first
         frame, or with NVDEC)."""
@@ -249,7 +277,11 @@ class VideoReader:
         else:
             item = self._timed_next(self._frames, self._decoder)
         luma, chroma, host, pts = item
-        frame = VideoFrame(self._index, pts, self.grey, luma, chroma, host)
+        fps = self._decoder.fps
+        number = round(pts * fps) if pts is not None and fps else None
+        if number is not None:
+            self._numbers.append(number)
+        frame = VideoFrame(self._index, pts, self.grey, luma, chroma, host, number)
         self._index += 1
         return frame
 
