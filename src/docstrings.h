@@ -364,8 +364,10 @@
     "_raw_records($self, /)\n--\n\n" \
     "Every call so far as tuples (name, activity, stream, device, height, width,\n" \
     "channels, parent, host_start_ns, host_ns, waited_ns, gpu_ms, gpu_start_ns,\n" \
-    "causes, n_causes); gpu_ms is None for calls without GPU work; gpu_start_ns\n" \
-    "places the GPU work on the host clock (aligned at the first timed call).\n" \
+    "causes, n_causes, queued_ns, behind, behind_stream, session, wait_start_ns,\n" \
+    "bytes_read, bytes_written); gpu_ms is None for calls without GPU work;\n" \
+    "gpu_start_ns and queued_ns (before the waits the call inserted, or None)\n" \
+    "place the GPU work on the host clock (aligned at the first timed call).\n" \
     "Reading waits for GPU work that is still pending, and only for that.")
 
 #define FM_DOC_TIMER_RESET PyDoc_STR( \
@@ -373,10 +375,10 @@
     "Forgets every record.")
 
 #define FM_DOC_TIMER_HOST_CALL PyDoc_STR( \
-    "_host_call($self, name, start_ns, host_ns, shape, /)\n--\n\n" \
+    "_host_call($self, name, start_ns, host_ns, shape, /, *, activity=None, session=-1)\n--\n\n" \
     "Records a host-only call made in Python (a decoder's frame), inside the\n" \
     "innermost open call: start and duration in perf_counter_ns() nanoseconds,\n" \
-    "shape (H, W, C).")
+    "shape (H, W, C); activity names the engine (\"NVDEC\"), session the decoder.")
 
 /* ---- fastmog.asgpumat (transfer.c) --------------------------------------- */
 

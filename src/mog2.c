@@ -212,7 +212,7 @@ static int queue_frames(fm_state *st, fm_MOG2 *self, double learning_rate, fm_mo
     }
     const fm_mog2_geometry *g = &steps[0].geometry;
     if (fm_device_buffer_use(st, self->model, stream, FM_USE_AFTER_EARLIER) < 0
-        || use_images(st, images, count, stream) < 0 || fm_call_gpu_begin(st, call) < 0)
+        || use_images(st, images, count, stream) < 0)
         return -1;
     fm_mog2_model model = fm_mog2_model_at(self->model->ptr, g);
     for (int start = 0; start < count; start += FM_MOG2_MAX_PASS) {
@@ -220,6 +220,10 @@ static int queue_frames(fm_state *st, fm_MOG2 *self, double learning_rate, fm_mo
         int n = count - start < FM_MOG2_MAX_PASS ? count - start : FM_MOG2_MAX_PASS;
         for (int k = 0; k < n; ++k)
             io[k] = frame_io(&images[start + k], &steps[start + k]);
+        /* the start event right before the first launch: host work between
+         * the two would count as GPU time on an idle stream */
+        if (start == 0 && fm_call_gpu_begin(st, call) < 0)
+            return -1;
         cudaError_t err = fm_launch_mog2_apply(steps[0].params, model, g->is_float, io, n,
                                                stream->handle);
         if (err != cudaSuccess) {
@@ -230,6 +234,12 @@ static int queue_frames(fm_state *st, fm_MOG2 *self, double learning_rate, fm_mo
     }
     if (fm_call_gpu_end(st, call) < 0)
         return -1;
+    int known = 0;
+    for (int k = 0; k < count; ++k)
+        known += images[k].known != NULL;
+    int64_t read, written;
+    fm_mog2_bytes(g, count, known, FM_MOG2_MAX_PASS, &read, &written);
+    fm_call_bytes(call, read, written);
     fm_mog2_commit(&self->base, &steps[count - 1]);
     return 0;
 }
@@ -301,7 +311,7 @@ static PyObject *apply_frames(PyObject *op, PyObject *args, PyObject *kwargs, in
         goto out;
     if (fm_device_enter(st, self->device, &guard) < 0)
         goto end_call;
-    if (fm_mog2_lock_open(&self->base) < 0)
+    if (fm_call_gpu_queue(st, &call) < 0 || fm_mog2_lock_open(&self->base) < 0)
         goto exit_device;
     if (reserve_staging(self, count) < 0)
         goto done;
@@ -409,6 +419,9 @@ static PyObject *cameras_locked(fm_state *st, camera_call *cams, const fm_mog2_s
         table[k].model = fm_mog2_model_at(cam->sub->model->ptr, &cam->step.geometry);
         table[k].io = frame_io(&cam->images, &cam->step);
         table[k].is_float = cam->step.geometry.is_float;
+        int64_t read, written;
+        fm_mog2_bytes(&cam->step.geometry, 1, cam->images.known != NULL, 1, &read, &written);
+        fm_call_bytes(call, read, written);
     }
     if (fm_call_gpu_begin(st, call) < 0)
         goto done;
@@ -484,7 +497,7 @@ static PyObject *apply_cameras(PyObject *module, PyObject *args, PyObject *kwarg
                       h > 0 ? h : -1, w, c) < 0)
         goto out;
     if (fm_device_enter(st, cams[0].sub->device, &guard) == 0) {
-        if (fm_mog2_lock_all(bases + count, count) == 0) {
+        if (fm_call_gpu_queue(st, &call) == 0 && fm_mog2_lock_all(bases + count, count) == 0) {
             result = cameras_locked(st, cams, &seq, stream, timer, &call);
             fm_mog2_unlock_all(bases + count, count);
         }
@@ -531,7 +544,7 @@ static PyObject *MOG2_get_background_image(PyObject *op, PyObject *args, PyObjec
         return NULL;
     if (fm_device_enter(st, self->device, &guard) < 0)
         return fm_call_end(st, &call, NULL);
-    if (fm_mog2_lock_open(&self->base) < 0)
+    if (fm_call_gpu_queue(st, &call) < 0 || fm_mog2_lock_open(&self->base) < 0)
         goto exit_device;
     const fm_mog2_geometry g = self->base.geometry;
     if (self->model == NULL) {
@@ -565,6 +578,8 @@ static PyObject *MOG2_get_background_image(PyObject *op, PyObject *args, PyObjec
     }
     if (fm_call_gpu_end(st, &call) < 0)
         goto error;
+    fm_call_bytes(&call, (int64_t)fm_mog2_model_bytes(&g),
+                  (int64_t)fm_image_row_bytes(&out->shape) * out->shape.height);
     fm_mog2_unlock(&self->base);
     fm_device_exit(&guard);
     return fm_call_end(st, &call, (PyObject *)out);
