@@ -301,6 +301,7 @@ typedef struct fm_record {
     /* Bytes the call's GPU work reads and writes, by fastmog's own count
      * (frames, masks, the model: see fm_mog2_bytes). */
     int64_t bytes_read, bytes_written;
+    int done;                   /* the call has ended: no more events will be recorded */
 } fm_record;
 
 struct fm_Timer {
@@ -309,6 +310,7 @@ struct fm_Timer {
     int sync, nvtx;
     fm_record *records;         /* owned array */
     size_t n, cap;
+    size_t reclaimed;           /* records before this one have given their events back */
     int open;                   /* index of the innermost open call, or -1 */
     fm_event_stack events[FM_MAX_DEVICES];  /* timing events for reuse */
     /* Per device: an event recorded just before the first timed GPU work, and

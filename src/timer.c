@@ -130,6 +130,8 @@ int fm_call_begin(fm_state *st, fm_call *call, const char *name, const char *act
     return 0;
 }
 
+static void reclaim(fm_Timer *t, int device);
+
 /* The device's epoch: an event recorded before the first timed GPU work, and
  * the host time then; GPU times are measured from it. */
 static int ensure_epoch(fm_state *st, fm_Timer *t, int device, cudaStream_t stream)
@@ -151,6 +153,8 @@ int fm_call_gpu_queue(fm_state *st, fm_call *call)
     fm_record *r = &t->records[call->record];
     if (r->queued != NULL || r->start != NULL)
         return 0;
+    if (t->events[r->device].n < 4)
+        reclaim(t, r->device);
     if (ensure_epoch(st, t, r->device, call->stream->handle) < 0
         || timing_event(st, t, r->device, &t->records[call->record].queued) < 0)
         return -1;
@@ -169,6 +173,8 @@ int fm_call_gpu_begin(fm_state *st, fm_call *call)
     if (t == NULL || call->stream == NULL)
         return 0;
     fm_record *r = &t->records[call->record];
+    if (t->events[r->device].n < 3)
+        reclaim(t, r->device);
     if (ensure_epoch(st, t, r->device, call->stream->handle) < 0
         || (r->start == NULL && timing_event(st, t, r->device, &r->start) < 0)
         || (r->end == NULL && timing_event(st, t, r->device, &r->end) < 0))
@@ -293,6 +299,7 @@ PyObject *fm_call_end(fm_state *st, fm_call *call, PyObject *result)
     if (t != NULL) {
         fm_record *r = &t->records[call->record];
         r->host_ns = now_ns() - r->host_start_ns;
+        r->done = 1;
         t->open = r->parent;
         Py_DECREF(t);
         call->timer = NULL;
@@ -333,6 +340,55 @@ static PyObject *Timer_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
     return (PyObject *)self;
 }
 
+/* Reads a finished record's GPU times and gives its events back. */
+static int read_record(fm_Timer *t, fm_record *r)
+{
+    float ms = 0.0f, start_ms = 0.0f, queued_ms = -1.0f;
+    cudaError_t err = cudaEventElapsedTime(&ms, r->start, r->end);
+    if (err == cudaSuccess)
+        err = cudaEventElapsedTime(&start_ms, t->epoch[r->device], r->start);
+    if (err == cudaSuccess && r->queued != NULL)
+        err = cudaEventElapsedTime(&queued_ms, t->epoch[r->device], r->queued);
+    if (err != cudaSuccess)
+        return fm_cuda_fail(t->st, err, "reading the GPU time of %s", r->name);
+    r->gpu_ms = ms;
+    r->gpu_start_ms = start_ms;
+    r->queued_ms = queued_ms;
+    give_back_event(t, r->device, r->start);
+    give_back_event(t, r->device, r->end);
+    if (r->queued != NULL)
+        give_back_event(t, r->device, r->queued);
+    r->start = r->end = r->queued = NULL;
+    return 0;
+}
+
+/* Before creating events for a new call: reads the oldest records whose
+ * work is done, so their events are reused; a long profile then creates
+ * none per call. Looks at a few at a time, never waits. */
+static void reclaim(fm_Timer *t, int device)
+{
+    int looked = 0;
+    while (t->reclaimed < t->n && looked < 8) {
+        fm_record *r = &t->records[t->reclaimed];
+        if (!r->done)
+            return;         /* a call still open: its events may not be recorded yet */
+        if (r->gpu_ms >= 0 || r->start == NULL || r->end == NULL) {
+            t->reclaimed++;
+            continue;
+        }
+        looked++;
+        if (r->device != device || cudaEventQuery(r->end) != cudaSuccess) {
+            (void)cudaGetLastError();
+            return;
+        }
+        if (read_record(t, r) < 0) {
+            PyErr_Clear();
+            return;
+        }
+        t->reclaimed++;
+    }
+}
+
 /* Reads the GPU time of every record whose events are not read yet; waits
  * (GIL released) only for work still pending. */
 static int resolve(fm_Timer *t)
@@ -353,23 +409,10 @@ static int resolve(fm_Timer *t)
                 continue;
             r = &t->records[i];
         }
-        float ms = 0.0f, start_ms = 0.0f, queued_ms = -1.0f;
-        if (err == cudaSuccess)
-            err = cudaEventElapsedTime(&ms, r->start, r->end);
-        if (err == cudaSuccess)
-            err = cudaEventElapsedTime(&start_ms, t->epoch[r->device], r->start);
-        if (err == cudaSuccess && r->queued != NULL)
-            err = cudaEventElapsedTime(&queued_ms, t->epoch[r->device], r->queued);
         if (err != cudaSuccess)
             return fm_cuda_fail(t->st, err, "reading the GPU time of %s", r->name);
-        r->gpu_ms = ms;
-        r->gpu_start_ms = start_ms;
-        r->queued_ms = queued_ms;
-        give_back_event(t, r->device, r->start);
-        give_back_event(t, r->device, r->end);
-        if (r->queued != NULL)
-            give_back_event(t, r->device, r->queued);
-        r->start = r->end = r->queued = NULL;
+        if (read_record(t, r) < 0)
+            return -1;
     }
     return 0;
 }
@@ -430,6 +473,7 @@ static void drop_records(fm_Timer *t)
             (void)cudaEventDestroy(t->records[i].queued);
     }
     t->n = 0;
+    t->reclaimed = 0;
     t->open = -1;
     for (int d = 0; d < FM_MAX_DEVICES; d++) {
         if (t->epoch[d] != NULL)
@@ -498,6 +542,7 @@ static PyObject *Timer_host_call(PyObject *op, PyObject *args, PyObject *kwargs)
     r->host_start_ns = start_ns;
     r->host_ns = host_ns;
     r->session = session;
+    r->done = 1;
     Py_RETURN_NONE;
 }
 
@@ -567,6 +612,7 @@ static PyObject *Timer_gpu_end(PyObject *op, PyObject *args, PyObject *kwargs)
     r->bytes_read += read;
     r->bytes_written += written;
     r->host_ns = now_ns() - r->host_start_ns;
+    r->done = 1;
     Py_RETURN_NONE;
 }
 
