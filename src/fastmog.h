@@ -302,6 +302,7 @@ typedef struct fm_record {
      * (frames, masks, the model: see fm_mog2_bytes). */
     int64_t bytes_read, bytes_written;
     int done;                   /* the call has ended: no more events will be recorded */
+    int ended;                  /* `end` was recorded (it is taken before `start` is) */
 } fm_record;
 
 struct fm_Timer {

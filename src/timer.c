@@ -191,6 +191,7 @@ int fm_call_gpu_end(fm_state *st, fm_call *call)
         return 0;
     FM_CUDA_CHECK(st, cudaEventRecord(t->records[call->record].end, call->stream->handle),
                   "recording a timing event");
+    t->records[call->record].ended = 1;
     return 0;
 }
 
@@ -239,7 +240,7 @@ static void note_causes(fm_Timer *t, fm_record *r, int self_index)
 {
     for (int i = self_index - 1; i >= 0; i--) {
         fm_record *earlier = &t->records[i];
-        if (earlier->stream != r->stream || earlier->end == NULL || earlier->gpu_ms >= 0)
+        if (earlier->stream != r->stream || !earlier->ended || earlier->gpu_ms >= 0)
             continue;
         cudaError_t err = cudaEventQuery(earlier->end);
         if (err != cudaErrorNotReady) {
@@ -372,7 +373,7 @@ static void reclaim(fm_Timer *t, int device)
         fm_record *r = &t->records[t->reclaimed];
         if (!r->done)
             return;         /* a call still open: its events may not be recorded yet */
-        if (r->gpu_ms >= 0 || r->start == NULL || r->end == NULL) {
+        if (r->gpu_ms >= 0 || r->start == NULL || !r->ended) {
             t->reclaimed++;
             continue;
         }
@@ -395,7 +396,7 @@ static int resolve(fm_Timer *t)
 {
     for (size_t i = 0; i < t->n; i++) {
         fm_record *r = &t->records[i];
-        if (r->gpu_ms >= 0 || r->start == NULL || r->end == NULL)
+        if (r->gpu_ms >= 0 || r->start == NULL || !r->ended)
             continue;
         cudaEvent_t end = r->end;
         cudaError_t err = cudaEventQuery(end);
