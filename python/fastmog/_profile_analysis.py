@@ -323,7 +323,7 @@ class Profile:
                 end = host_window(r)[1]
                 a = ws if ws is not None else end - r.waited_ms / 1e3
                 blocked.append((a, min(end, a + r.waited_ms / 1e3)))
-            if is_decode(r) and gpu_window(r) is None:
+            if is_decode(r):            # decoding, or waiting for a session's frame
                 blocked.append(host_window(r))
         out[HOST] = _subtract([(lo, hi)], blocked)
         return {k: _union(v) for k, v in out.items()}
