@@ -106,6 +106,22 @@ static int rebuild_model(fm_state *st, fm_MOG2 *self, const fm_mog2_geometry *g,
     return 0;
 }
 
+/* Whether a use of `buf` on `stream` with FM_USE_AFTER_EARLIER makes the
+ * stream wait for other streams (the rule of fm_device_buffer_use). */
+static int would_wait(const fm_DeviceBuffer *buf, const fm_Stream *stream)
+{
+    return buf->n_earlier > 0
+           || (buf->last_stream != NULL && !buf->last_stream->closed && buf->last_stream != stream);
+}
+
+/* A frame argument that is neither a numpy array nor a GpuMat: another
+ * library's device memory, whose producer the stream may wait for. */
+static int is_foreign(fm_state *st, PyObject *obj)
+{
+    return obj != NULL && obj != Py_None && !PyArray_Check(obj)
+           && !Py_IS_TYPE(obj, st->GpuMat_type);
+}
+
 /* The device images of one frame of a call. References are owned. */
 typedef struct frame_images {
     fm_GpuMat *frame;
@@ -211,6 +227,13 @@ static int queue_frames(fm_state *st, fm_MOG2 *self, double learning_rate, fm_mo
         images[0].reused_mask = 1;
     }
     const fm_mog2_geometry *g = &steps[0].geometry;
+    /* The queued point, only when the call is about to wait for other
+     * streams (a timing event less per call in the steady state). */
+    int waits = would_wait(self->model, stream);
+    for (int k = 0; k < count && !waits; ++k)
+        waits = images[k].reused_mask && would_wait(images[k].mask->buffer, stream);
+    if (waits && fm_call_gpu_queue(st, call) < 0)
+        return -1;
     if (fm_device_buffer_use(st, self->model, stream, FM_USE_AFTER_EARLIER) < 0
         || use_images(st, images, count, stream) < 0)
         return -1;
@@ -311,11 +334,16 @@ static PyObject *apply_frames(PyObject *op, PyObject *args, PyObject *kwargs, in
         goto out;
     if (fm_device_enter(st, self->device, &guard) < 0)
         goto end_call;
-    if (fm_call_gpu_queue(st, &call) < 0 || fm_mog2_lock_open(&self->base) < 0)
+    if (fm_mog2_lock_open(&self->base) < 0)
         goto exit_device;
     if (reserve_staging(self, count) < 0)
         goto done;
     for (int k = 0; k < count; ++k) {
+        /* a producer's memory makes the stream wait for the producer */
+        if ((is_foreign(st, fm_mog2_item(&seq, seq.frames, k))
+             || is_foreign(st, fm_mog2_item(&seq, seq.known, k)))
+            && fm_call_gpu_queue(st, &call) < 0)
+            goto done;
         if (stage_frame(st, self, fm_mog2_item(&seq, seq.frames, k),
                         fm_mog2_item(&seq, seq.known, k), fm_mog2_index(&seq, k), k,
                         k == 0 ? NULL : &images[0].frame->shape, stream, a.timer, &images[k]) < 0)
