@@ -588,10 +588,10 @@ static PyObject *Timer_gpu_end(PyObject *op, PyObject *args, PyObject *kwargs)
 {
     static char *kwlist[] = {"", "stream", "bytes_read", "bytes_written", NULL};
     fm_Timer *t = (fm_Timer *)op;
-    PyObject *stream_arg;
+    PyObject *stream_arg = NULL;
     int index;
     long long read = 0, written = 0;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "i$O|LL:_gpu_end", kwlist, &index,
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "i|$OLL:_gpu_end", kwlist, &index,
                                      &stream_arg, &read, &written))
         return NULL;
     fm_Stream *stream = fm_require_stream(t->st, stream_arg, -1);

@@ -312,3 +312,37 @@ def test_html_is_a_table_and_a_picture_or_the_table_alone():
         assert "data:image/png;base64," in out
     except ImportError:
         assert "install matplotlib" in out
+
+
+def test_event_latency_is_taken_off_per_transition():
+    from fastmog import _profile_probes
+
+    b = Builder()
+    b.add("GpuMat.upload", "memcpy HtoD", stream=1, host=(0, 0.01), gpu=(0.0, 0.5))
+    b.add("BackgroundSubtractorMOG2.apply", "kernel mog2_apply", stream=1, host=(0.01, 0.01),
+          gpu=(0.501, 0.2))
+    b.add("GpuMat.download", "memcpy DtoH", stream=1, host=(0.02, 0.5), gpu=(0.701, 0.15))
+    b.add("BackgroundSubtractorMOG2.apply", "kernel mog2_apply", stream=1, host=(2.0, 0.01),
+          gpu=(2.0, 0.2))
+    bias = {("idle", "HtoD"): 0.008, ("HtoD", "kernel"): 0.007, ("kernel", "DtoH"): 0.006,
+            ("idle", "kernel"): 0.005}
+    records = [dataclasses_replace(r, device=0) for r in b.records]
+    out = _profile_probes.corrected(records, bias_of=lambda device: bias)
+    assert [round(r.gpu_ms, 6) for r in out] == [0.492, 0.193, 0.144, 0.195]
+    assert [r.gpu_ms_raw for r in out] == [0.5, 0.2, 0.15, 0.2]
+
+
+def dataclasses_replace(r, **kw):
+    import dataclasses
+    return dataclasses.replace(r, **kw)
+
+
+def test_gpu_span_arguments_are_checked_without_a_gpu():
+    t = fastmog.Timer()
+    with pytest.raises(TypeError, match="stream"):
+        t._gpu_begin("VideoReader.decode", "NVDEC output copy", None, (1, 1, 1))
+    with pytest.raises(TypeError, match="stream"):
+        t._gpu_end(0)
+    t._host_call("VideoReader.decode", 5, 7, (2, 3, 1), activity="NVDEC", session=2)
+    [r] = t.records
+    assert (r.activity, r.session, r.host_ms, r.parent) == ("NVDEC", 2, 7e-6, None)

@@ -15,7 +15,8 @@ H, W = 1080, 1920
 
 def test_a_wait_behind_another_stream_is_queued_time_not_the_kernels(rng):
     producer, consumer = fastmog.Stream(), fastmog.Stream()
-    big = fastmog.GpuMat.from_array(rng.integers(0, 255, (4 * H, W, 3), dtype=np.uint8),
+    # 20 copies of 100 MB: far longer than the host takes to queue them
+    big = fastmog.GpuMat.from_array(rng.integers(0, 255, (16 * H, W, 3), dtype=np.uint8),
                                     stream=producer)
     copy = fastmog.GpuMat(big.shape, np.uint8)
     frame = fastmog.GpuMat.from_array(rng.integers(0, 255, (H, W), dtype=np.uint8),

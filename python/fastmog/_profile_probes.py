@@ -155,3 +155,122 @@ class NvmlSampler:
         dec = [s[2] for s in self.samples if s[2] >= 0]
         return {"samples": len(self.samples), "sm_percent": sum(sm) / len(sm),
                 "decoder_percent": sum(dec) / len(dec) if dec else None}
+
+
+# ---- the latency of event timing ------------------------------------------------
+
+_bias: dict[int, dict] = {}
+
+
+def _kind(activity):
+    act = activity or ""
+    if act == "memcpy HtoD":
+        return "HtoD"
+    if act == "memcpy DtoH":
+        return "DtoH"
+    if act.startswith("kernel") or act == "memset":
+        return "kernel"
+    return None
+
+
+def _measure_bias(device: int) -> dict:
+    """{(before, kind): ms} the window of a near-empty operation of `kind`
+    ("kernel", "HtoD", "DtoH") timed by the Timer on a stream, right after an
+    operation of kind `before` ("idle": the stream had nothing queued). CUDA
+    events bracket the op with the GPU's own latency (the launch or the
+    engine switch after the start event, the flush before the end event):
+    this is what a window holds beyond the op, minus a tiny op's true time
+    (about a microsecond)."""
+    from . import _fastmog
+    from ._timing import Timer
+
+    s = _fastmog.Stream(device=device)
+    big = _fastmog.GpuMat((8192, 8192, 3), np.uint8, device=device)
+    tiny = _fastmog.GpuMat((1, 1, 3), np.uint8, device=device)
+    host_in = _fastmog.pinned_empty((1, 16), np.uint8)
+    host_out = _fastmog.pinned_empty((1, 16), np.uint8)
+    small = _fastmog.GpuMat((1, 16), np.uint8, device=device)
+    t = Timer(nvtx=False)
+    t.calibrate = False
+    ops = {"kernel": lambda timer: tiny.fill((1, 2, 3), stream=s, timer=timer),
+           "HtoD": lambda timer: small.upload(host_in, stream=s, timer=timer),
+           "DtoH": lambda timer: small.download(host_out, stream=s, blocking=False,
+                                                timer=timer)}
+    out = {}
+    try:
+        for kind, op in ops.items():
+            for before in ("idle", "kernel", "HtoD", "DtoH"):
+                windows = []
+                for _ in range(15):
+                    t.reset()
+                    if before == "idle":
+                        s.synchronize()
+                    else:
+                        big.fill((1, 2, 3), stream=s)     # keeps the stream busy meanwhile
+                        ops[before](None)
+                    op(t)
+                    s.synchronize()
+                    windows.append(t.records[-1].gpu_ms)
+                out[(before, kind)] = sorted(windows)[len(windows) // 2]
+    finally:
+        s.synchronize()
+        for m in (big, tiny, small):
+            m.close()
+        s.close()
+    return out
+
+
+def event_bias(device: int = 0) -> dict | None:
+    """The measured latency of event timing per transition (see
+    _measure_bias), once per process and device; None without a GPU."""
+    if device in _bias:
+        return _bias[device]
+    result: dict = {}
+
+    def run():
+        try:
+            result["value"] = _measure_bias(device)
+        except Exception as e:
+            result["error"] = e
+
+    worker = threading.Thread(target=run, name="fastmog event bias")
+    worker.start()
+    worker.join()
+    if "value" not in result:
+        return None
+    _bias[device] = result["value"]
+    return _bias[device]
+
+
+def corrected(records, bias_of=event_bias):
+    """The records with each GPU window less the event latency measured for
+    its transition (the previous op on its stream, or an idle stream); the
+    raw time stays in gpu_ms_raw."""
+    import dataclasses
+
+    # each GPU record's predecessor on its stream, in GPU order (a nested
+    # upload runs before the call that holds it)
+    previous: dict[int, object] = {}
+    by_stream: dict[int, list] = {}
+    for r in records:
+        if r.gpu_ms is not None and r.gpu_start is not None and r.activity != "wait":
+            by_stream.setdefault(r.stream, []).append(r)
+    for rs in by_stream.values():
+        rs.sort(key=lambda r: r.gpu_start)
+        for a, b in zip(rs, rs[1:]):
+            previous[b.index] = a
+    out = []
+    for r in records:
+        kind = _kind(r.activity)
+        if r.gpu_ms is None or kind is None or r.device < 0:
+            out.append(r)
+            continue
+        bias = bias_of(r.device)
+        prev = previous.get(r.index)
+        before = "idle"
+        if prev is not None and r.gpu_start - prev.gpu_end < 3e-6:
+            before = _kind(prev.activity) or "kernel"
+        cut = bias.get((before, kind), 0.0) if bias else 0.0
+        ms = max(r.gpu_ms - cut, 0.5 * r.gpu_ms)
+        out.append(dataclasses.replace(r, gpu_ms=ms, gpu_ms_raw=r.gpu_ms))
+    return out

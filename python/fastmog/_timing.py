@@ -51,6 +51,7 @@ class CallRecord:
     wait_start: float | None = None
     bytes_read: int = 0
     bytes_written: int = 0
+    gpu_ms_raw: float | None = None   # the events' own window, before the latency is taken off
 
     @property
     def gpu_end(self):
@@ -103,11 +104,21 @@ class Timer(_fastmog._Timer):
     """
 
     nvml: dict | None = None          # NVML's summary of the last profile() block
+    # GPU windows less the latency of event timing, measured once per process
+    # and device for each transition (fastmog._profile_probes.event_bias)
+    calibrate = True
 
     @property
     def records(self):
-        """The calls so far (reads pending CUDA events, waiting only for them)."""
-        return _records(self._raw_records())
+        """The calls so far (reads pending CUDA events, waiting only for them).
+        With `calibrate`, gpu_ms is the events' window less the latency the
+        GPU adds between an event and the operation (measured once per
+        process); gpu_ms_raw keeps the window."""
+        records = _records(self._raw_records())
+        if self.calibrate and any(r.gpu_ms is not None and r.device >= 0 for r in records):
+            from . import _profile_probes
+            records = _profile_probes.corrected(records)
+        return records
 
     def analysis(self, records=None, ceilings=None):
         """The records analysed (fastmog._profile_analysis.Profile). Ceilings
@@ -241,6 +252,8 @@ def _engine_lines(prof):
         lines.append(head)
         for row in rows:
             frac = f"{100 * row['fraction']:5.1f}% of ceiling" if row["fraction"] is not None else ""
+            if row["fraction"] is not None and row["fraction"] > 1:
+                frac += " (served from L2, or fewer modes used than counted)"
             lines.append(f"{row['gbps']:9.2f} GB/s {frac:>18}  {row['bytes'] / 1e6:10.1f} MB  "
                          f"[{row['activity']}] {row['name']}")
     if prof.nvml is not None:
