@@ -346,3 +346,21 @@ def test_gpu_span_arguments_are_checked_without_a_gpu():
     t._host_call("VideoReader.decode", 5, 7, (2, 3, 1), activity="NVDEC", session=2)
     [r] = t.records
     assert (r.activity, r.session, r.host_ms, r.parent) == ("NVDEC", 2, 7e-6, None)
+
+
+def test_calls_inside_a_decoders_span_are_the_decoders_work():
+    b = Builder()
+    dec = b.add("VideoReader.decode", "NVDEC output copy", stream=7, host=(0, 5), gpu=(1, 4),
+                session=0)
+    copy = b.add("GpuMat.copy_to", "memcpy DtoD", stream=7, host=(0.1, 0.01), gpu=(1, 3.9))
+    wait = b.add("Stream.wait", "wait", stream=1, host=(0.2, 0.01), gpu=(0.3, 4.7), behind=copy)
+    apply = b.add("BackgroundSubtractorMOG2.apply", "kernel mog2_apply", stream=1,
+                  host=(0.3, 0.02), gpu=(5, 0.2))
+    down = b.add("GpuMat.download", "memcpy DtoH", stream=1, host=(0.4, 4.9), gpu=(5.2, 0.1),
+                 waited=4.8, wait_start=0.5, waited_on=(wait, apply))
+    prof = pa.Profile(b.records)
+    assert prof.owner(b.records[copy]).index == dec
+    roots, _ = prof.host_causes()["GpuMat.download"]
+    assert max(roots, key=roots.get) == "VideoReader.decode (NVDEC)"
+    assert "GpuMat.copy_to" not in roots and pa.SM not in prof.busy() or \
+        prof.busy()[pa.SM] < 0.1

@@ -134,7 +134,36 @@ class Profile:
         self.ceilings = ceilings
         self.nvml = nvml
         self.sessions = any(is_decode(r) and not self._main_thread(r) for r in self.records)
+        self._owner = self._decode_owners()
         self._queued = self._queued_windows()
+
+    def _decode_owners(self) -> dict[int, int]:
+        """{index: decode record}: timed calls queued inside a decoder's GPU
+        span (its output copy made of fastmog calls) are the decoder's work."""
+        owners: dict[int, int] = {}
+        spans = []
+        for r in self.records:
+            dw = gpu_window(r)
+            if is_decode(r) and dw is not None:
+                spans.append((r, dw))
+        if not spans:
+            return owners
+        for r in self.records:
+            w = gpu_window(r)
+            if w is None or is_decode(r) or is_wait(r):
+                continue
+            for d, dw in spans:
+                if (d.stream == r.stream and d.index < r.index
+                        and dw[0] - _EPS <= w[0] and w[1] <= dw[1] + _EPS):
+                    owners[r.index] = d.index
+                    break
+        return owners
+
+    def owner(self, r):
+        """The record a call's work belongs to: itself, or the decode whose
+        span holds it."""
+        i = self._owner.get(r.index)
+        return r if i is None else self.records[i]
 
     # ---- the profiled interval ------------------------------------------------
 
@@ -234,7 +263,7 @@ class Profile:
                 hit = _clip(left, *piece)
                 ms = 1e3 * _length(hit)
                 if ms > 0:
-                    out[(cause_name(t), via)] += ms
+                    out[(cause_name(self.owner(t)), via)] += ms
                     left = _subtract(left, hit)
             windows = list(self.queued(t))
             if is_wait(t) and w is not None:
@@ -250,7 +279,7 @@ class Profile:
                     name = "other streams" if is_wait(t) else f"{cause_name(t)} queued"
                     out[(name, via)] += 1e3 * _length(hit)
                     continue
-                b = self.records[behind]
+                b = self.owner(self.records[behind])
                 deeper = via if is_wait(t) else via + (cause_name(t),)
                 for a, c in hit:
                     rest = self._attribute(a, c, [b], depth + 1, deeper, out)
@@ -304,7 +333,7 @@ class Profile:
         out: dict[str, list] = collections.defaultdict(list)
         for r in self.records:
             e = engine_of(r)
-            if e is None:
+            if e is None or r.index in self._owner:     # owned: in its decode's span
                 continue
             if e == "NVDEC" and self.sessions:
                 continue        # the consumer waiting for the sessions' frames
