@@ -539,7 +539,8 @@ static PyObject *Timer_host_call(PyObject *op, PyObject *args, PyObject *kwargs)
     if (index < 0)
         return NULL;
     fm_record *r = &t->records[index];
-    r->parent = parent;
+    /* a decoder session's thread is nobody's nested call */
+    r->parent = session >= 0 ? -1 : parent;
     r->host_start_ns = start_ns;
     r->host_ns = host_ns;
     r->session = session;

@@ -2,6 +2,7 @@
 to their root cause along the chain, queued time kept out of a call's GPU
 window, engine busy fractions and the verdict of the four kinds of run, the
 bytes accounting, and the notebook/trace views."""
+import numpy as np
 import pytest
 
 import fastmog
@@ -346,6 +347,12 @@ def test_gpu_span_arguments_are_checked_without_a_gpu():
     t._host_call("VideoReader.decode", 5, 7, (2, 3, 1), activity="NVDEC", session=2)
     [r] = t.records
     assert (r.activity, r.session, r.host_ms, r.parent) == ("NVDEC", 2, 7e-6, None)
+    # a session thread's record is never nested in the calling thread's open call
+    sub = fastmog.cpu.BackgroundSubtractorMOG2()
+    with fastmog.profile(timer=t, nvml=False):
+        sub.apply(np.zeros((4, 4), np.uint8))
+        t._host_call("VideoReader.decode", 9, 1, (2, 3, 1), activity="NVDEC")
+    assert t.records[-1].parent is None
 
 
 def test_calls_inside_a_decoders_span_are_the_decoders_work():
