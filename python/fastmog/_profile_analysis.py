@@ -245,7 +245,7 @@ class Profile:
 
     # ---- waits charged to their root cause ---------------------------------------
 
-    def _attribute(self, lo, hi, targets, depth, via, out):
+    def _attribute(self, lo, hi, targets, depth, via, out, by_index=None):
         """Charges the window [lo, hi] to `targets` (records the waiter was
         behind): their own work to them, the time they were queued behind
         other work to that work, recursively. Returns what is left."""
@@ -264,6 +264,8 @@ class Profile:
                 ms = 1e3 * _length(hit)
                 if ms > 0:
                     out[(cause_name(self.owner(t)), via)] += ms
+                    if by_index is not None:
+                        by_index[self.owner(t).index] += ms
                     left = _subtract(left, hit)
             windows = list(self.queued(t))
             if is_wait(t) and w is not None:
@@ -282,14 +284,32 @@ class Profile:
                 b = self.owner(self.records[behind])
                 deeper = via if is_wait(t) else via + (cause_name(t),)
                 for a, c in hit:
-                    rest = self._attribute(a, c, [b], depth + 1, deeper, out)
+                    rest = self._attribute(a, c, [b], depth + 1, deeper, out, by_index)
                     # unexplained time inside a wait for `b` is still b's doing
                     ms = 1e3 * _length(rest)
                     if ms > 0:
                         out[(cause_name(b), deeper)] += ms
+                        if by_index is not None:
+                            by_index[b.index] += ms
         return left
 
-    def wait_causes(self, r) -> dict[tuple, float]:
+    def wait_root(self, r):
+        """The record a host call's wait is charged to the most, or None."""
+        by_index: dict[int, float] = collections.defaultdict(float)
+        self.wait_causes(r, by_index)
+        if not by_index:
+            return None
+        return self.records[max(by_index, key=lambda i: by_index[i])]
+
+    def wait_window(self, r) -> tuple[float, float] | None:
+        if r.waited_ms <= 0:
+            return None
+        ws = getattr(r, "wait_start", None)
+        end = host_window(r)[1]
+        lo = ws if ws is not None else end - r.waited_ms / 1e3
+        return (lo, min(end, lo + r.waited_ms / 1e3))
+
+    def wait_causes(self, r, by_index=None) -> dict[tuple, float]:
         """{(root cause name, chain of calls in between): ms} of one host
         call's blocking wait."""
         out: dict[tuple, float] = collections.defaultdict(float)
@@ -302,7 +322,7 @@ class Profile:
         targets = [self.records[i] for i in r.waited_on if 0 <= i < len(self.records)]
         if gpu_window(r) is not None and r.index not in r.waited_on:
             targets.append(r)           # a blocking copy waits for itself too
-        left = self._attribute(lo, hi, targets, 0, (), out) if targets else [(lo, hi)]
+        left = self._attribute(lo, hi, targets, 0, (), out, by_index) if targets else [(lo, hi)]
         rest = 1e3 * _length(left)
         if rest > 0:
             own = [t for t in targets if not is_wait(t) and t.gpu_ms]

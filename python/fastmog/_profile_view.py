@@ -19,12 +19,15 @@ def _lanes(prof):
     for r in prof.records:
         if r.parent is None and prof._main_thread(r):
             host.append((r.host_start, pa.host_window(r)[1], r.name, "host"))
+        ww = prof.wait_window(r)
+        if ww is not None and prof._main_thread(r):
+            host.append((ww[0], ww[1], "wait", "wait"))
+        if pa.is_decode(r):
+            e = pa.engine_of(r)
+            if e is not None and not (e == "NVDEC" and prof.sessions):
+                engines.setdefault(e, []).append((*pa.host_window(r), r.name, "decode"))
         w = pa.gpu_window(r)
         if w is None:
-            if pa.is_decode(r):
-                e = pa.engine_of(r)
-                if e is not None and not (e == "NVDEC" and prof.sessions):
-                    engines.setdefault(e, []).append((*pa.host_window(r), "decode", "decode"))
             continue
         lane = streams.setdefault(f"stream 0x{r.stream:x}", [])
         for q0, q1, behind in prof.queued(r):
@@ -33,12 +36,20 @@ def _lanes(prof):
         if not pa.is_wait(r):
             lane.append((w[0], w[1], r.name, "gpu"))
             e = pa.engine_of(r)
-            if e is not None:
+            if e is not None and r.index not in prof._owner:
                 engines.setdefault(e, []).append((w[0], w[1], r.name, "gpu"))
     lanes = [("host thread", host)]
     lanes += sorted(streams.items())
     lanes += sorted(engines.items())
     return lanes
+
+
+def _lane_of(prof, r) -> str:
+    """The lane where a root cause is drawn: its engine, else its stream."""
+    e = pa.engine_of(r)
+    if e is not None:
+        return e
+    return f"stream 0x{r.stream:x}" if pa.gpu_window(r) is not None else "host thread"
 
 
 def chrome_trace(prof) -> dict:
@@ -81,32 +92,27 @@ def chrome_trace(prof) -> dict:
                            "dur": r.host_ms * 1e3, "args": {"call": r.index}})
     # flow arrows: from each host wait to the root cause it was charged to
     flow = 0
-    by_name: dict[str, list] = {}
-    for r in prof.records:
-        by_name.setdefault(pa.cause_name(r), []).append(r)
     for r in prof.records:
         if r.waited_ms <= 0:
             continue
-        causes = prof.wait_causes(r)
-        if not causes:
+        cause = prof.wait_root(r)
+        if cause is None:
             continue
-        (root, _via), _ms = max(causes.items(), key=lambda kv: kv[1])
         end = pa.host_window(r)[1]
-        candidates = [c for c in by_name.get(root, []) if c.index < r.index]
-        if not candidates:
-            continue
-        cause = candidates[-1]
         w = pa.gpu_window(cause) or pa.host_window(cause)
-        target_pid, target_tid = ((1, gpu_slice[cause.index][0]) if cause.index in gpu_slice
-                                  else (0, "host thread" if prof._main_thread(cause)
-                                        else f"decoder session {cause.session}"))
+        if cause.index in gpu_slice:
+            target_pid, target_tid = 1, gpu_slice[cause.index][0]
+        elif pa.is_decode(cause) and not prof._main_thread(cause):
+            target_pid, target_tid = 2, f"NVDEC session {cause.session}"
+        else:
+            target_pid, target_tid = 0, "host thread"
         flow += 1
-        events.append({"name": f"waits on {root}", "cat": "wait", "ph": "s", "id": flow,
-                       "pid": 0, "tid": "host thread" if prof._main_thread(r) else
+        name = f"waits on {pa.cause_name(cause)}"
+        events.append({"name": name, "cat": "wait", "ph": "s", "id": flow, "pid": 0,
+                       "tid": "host thread" if prof._main_thread(r) else
                        f"decoder session {r.session}", "ts": (end - 1e-7) * 1e6})
-        events.append({"name": f"waits on {root}", "cat": "wait", "ph": "f", "bp": "e",
-                       "id": flow, "pid": target_pid, "tid": target_tid,
-                       "ts": (w[1] - 1e-7) * 1e6})
+        events.append({"name": name, "cat": "wait", "ph": "f", "bp": "e", "id": flow,
+                       "pid": target_pid, "tid": target_tid, "ts": (w[1] - 1e-7) * 1e6})
     return {"traceEvents": events, "displayTimeUnit": "ms"}
 
 
@@ -120,27 +126,25 @@ def timeline_png(prof) -> bytes | None:
         return None
     lanes = _lanes(prof)
     t0 = prof.interval[0]
-    colours = {"host": "#4c72b0", "gpu": "#55a868", "queued": "#dddddd", "decode": "#c44e52"}
+    colours = {"host": "#4c72b0", "wait": "#f2b8b8", "gpu": "#55a868", "queued": "#dddddd",
+               "decode": "#c44e52"}
     fig, ax = plt.subplots(figsize=(11, 0.45 * len(lanes) + 1.2))
     for y, (_, items) in enumerate(lanes):
         for a, b, _label, kind in items:
             ax.broken_barh([((a - t0) * 1e3, max((b - a) * 1e3, 1e-3))], (y - 0.4, 0.8),
                            facecolors=colours.get(kind, "#8172b2"))
     # waits drawn to their root cause
+    rows = {name: y for y, (name, _) in enumerate(lanes)}
     for r in prof.records:
         if r.waited_ms <= 0 or not prof._main_thread(r):
             continue
-        causes = prof.wait_causes(r)
-        if not causes:
+        root = prof.wait_root(r)
+        if root is None or _lane_of(prof, root) not in rows:
             continue
-        (root, _), _ = max(causes.items(), key=lambda kv: kv[1])
-        src = ((pa.host_window(r)[1] - t0) * 1e3, 0)
-        for y, (name, items) in enumerate(lanes):
-            hits = [i for i in items if i[2] == root.replace(" (NVDEC)", "") and i[1] <= pa.host_window(r)[1] + 1e-3]
-            if y > 0 and hits:
-                ax.annotate("", xy=((hits[-1][1] - t0) * 1e3, y), xytext=src,
-                            arrowprops={"arrowstyle": "->", "color": "#c44e52", "lw": 0.6})
-                break
+        end = (pa.gpu_window(root) or pa.host_window(root))[1]
+        ax.annotate("", xy=((end - t0) * 1e3, rows[_lane_of(prof, root)]),
+                    xytext=((pa.host_window(r)[1] - t0) * 1e3, 0),
+                    arrowprops={"arrowstyle": "->", "color": "#c44e52", "lw": 0.6})
     ax.set_yticks(range(len(lanes)))
     ax.set_yticklabels([name for name, _ in lanes])
     ax.invert_yaxis()
@@ -160,10 +164,14 @@ def html(prof, report: str) -> str:
         cls = ' style="font-weight:bold"' if line.startswith("verdict") or line.endswith(":") else ""
         rows.append(f"<tr><td{cls}><pre>{_html.escape(line)}</pre></td></tr>")
     out = "<table>" + "".join(rows) + "</table>"
-    png = timeline_png(prof)
+    try:
+        png = timeline_png(prof)
+    except Exception as e:          # a picture must never cost the table
+        png = None
+        out += f"<p>(no timeline picture: {_html.escape(str(e))})</p>"
     if png is not None:
         out += ('<img alt="fastmog timeline" src="data:image/png;base64,'
                 + base64.b64encode(png).decode("ascii") + '"/>')
-    else:
+    elif "no timeline picture" not in out:
         out += "<p>(install matplotlib for the timeline picture)</p>"
     return out
