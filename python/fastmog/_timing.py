@@ -174,6 +174,11 @@ class Timer(_fastmog._Timer):
             if r.gpu_ms is not None and r.activity != "wait":
                 queued[(r.activity, r.name)] += prof.queued_ms(r)
         lines.append("GPU activities:")
+        cut = [r.gpu_ms_raw - r.gpu_ms for r in records if r.gpu_ms_raw is not None]
+        if cut:
+            lines.append(f"  (each window less the event latency measured on this GPU for its "
+                         f"transition: {_fmt(min(cut))} to {_fmt(max(cut))}; "
+                         f"CallRecord.gpu_ms_raw keeps the window)")
         lines.append(f"{'Time(%)':>8} {'Time':>11} {'Calls':>6} {'Avg':>11} {'Min':>11} "
                      f"{'Max':>11} {'Queued':>11}  Name")
         for (activity, name), values in sorted(gpu.items(), key=lambda kv: -sum(kv[1])):
@@ -205,7 +210,7 @@ class Timer(_fastmog._Timer):
                     chain = ""
                     if vias:
                         via = max(vias, key=lambda v: chains[(root, v)])
-                        chain = " via " + " <- ".join(via)
+                        chain = " [" + " -> ".join(via + (root,)) + "]"
                     parts.append(f"{root} ({_fmt(ms)}){chain}")
                 why = "  waiting on " + ", ".join(parts)
             lines.append(f"{pct:7.2f}% {_fmt(t):>11} {n:>6} {_fmt(avg):>11} {_fmt(lo):>11} "
