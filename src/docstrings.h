@@ -375,10 +375,10 @@
     "Forgets every record.")
 
 #define FM_DOC_TIMER_HOST_CALL PyDoc_STR( \
-    "_host_call($self, name, start_ns, host_ns, shape, /, *, activity=None, session=-1)\n--\n\n" \
+    "_host_call($self, name, start_ns, host_ns, shape, /)\n--\n\n" \
     "Records a host-only call made in Python (a decoder's frame), inside the\n" \
     "innermost open call: start and duration in perf_counter_ns() nanoseconds,\n" \
-    "shape (H, W, C); activity names the engine (\"NVDEC\"), session the decoder.")
+    "shape (H, W, C).")
 
 /* ---- fastmog.asgpumat (transfer.c) --------------------------------------- */
 

@@ -524,16 +524,9 @@ static int python_record(fm_Timer *t, PyObject *name, PyObject *activity, fm_Str
     return call.record;
 }
 
-static PyObject *Timer_host_call(PyObject *op, PyObject *args, PyObject *kwargs)
+static PyObject *host_record(fm_Timer *t, PyObject *name, long long start_ns, long long host_ns,
+                             int h, int w, int c, PyObject *activity, int session)
 {
-    static char *kwlist[] = {"", "", "", "", "activity", "session", NULL};
-    fm_Timer *t = (fm_Timer *)op;
-    PyObject *name, *activity = Py_None;
-    long long start_ns, host_ns;
-    int h, w, c, session = -1;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "ULL(iii)|$Oi:_host_call", kwlist, &name,
-                                     &start_ns, &host_ns, &h, &w, &c, &activity, &session))
-        return NULL;
     int parent = t->open;
     int index = python_record(t, name, activity, NULL, h, w, c);
     if (index < 0)
@@ -546,6 +539,27 @@ static PyObject *Timer_host_call(PyObject *op, PyObject *args, PyObject *kwargs)
     r->session = session;
     r->done = 1;
     Py_RETURN_NONE;
+}
+
+static PyObject *Timer_host_call(PyObject *op, PyObject *args)
+{
+    PyObject *name;
+    long long start_ns, host_ns;
+    int h, w, c;
+    if (!PyArg_ParseTuple(args, "ULL(iii):_host_call", &name, &start_ns, &host_ns, &h, &w, &c))
+        return NULL;
+    return host_record((fm_Timer *)op, name, start_ns, host_ns, h, w, c, Py_None, -1);
+}
+
+static PyObject *Timer_decoder_call(PyObject *op, PyObject *args)
+{
+    PyObject *name, *activity;
+    long long start_ns, host_ns;
+    int h, w, c, session;
+    if (!PyArg_ParseTuple(args, "ULL(iii)Oi:_decoder_call", &name, &start_ns, &host_ns, &h, &w,
+                          &c, &activity, &session))
+        return NULL;
+    return host_record((fm_Timer *)op, name, start_ns, host_ns, h, w, c, activity, session);
 }
 
 /* _gpu_begin(name, activity, stream, shape, *, session=-1, host_start_ns=None):
@@ -669,8 +683,11 @@ static int Timer_traverse(PyObject *op, visitproc visit, void *arg)
 static PyMethodDef Timer_methods[] = {
     {"_raw_records", Timer_raw_records, METH_NOARGS, FM_DOC_TIMER_RECORDS},
     {"reset", Timer_reset, METH_NOARGS, FM_DOC_TIMER_RESET},
-    {"_host_call", (PyCFunction)(void (*)(void))Timer_host_call, METH_VARARGS | METH_KEYWORDS,
-     FM_DOC_TIMER_HOST_CALL},
+    {"_host_call", Timer_host_call, METH_VARARGS, FM_DOC_TIMER_HOST_CALL},
+    {"_decoder_call", Timer_decoder_call, METH_VARARGS,
+     "_decoder_call($self, name, start_ns, host_ns, shape, activity, session, /)\n--\n\n"
+     "_host_call for a decoder: `activity` names its engine (\"NVDEC\"), `session` its\n"
+     "session (-1: the calling thread's); a session's record is never nested."},
     {"_gpu_begin", (PyCFunction)(void (*)(void))Timer_gpu_begin, METH_VARARGS | METH_KEYWORDS,
      "_gpu_begin($self, name, activity, stream, shape, /, *, session=-1, host_start_ns=None)"
      "\n--\n\nStarts a GPU-timed record of work about to be queued on `stream` (a decoder's "

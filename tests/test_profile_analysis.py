@@ -344,14 +344,14 @@ def test_gpu_span_arguments_are_checked_without_a_gpu():
         t._gpu_begin("VideoReader.decode", "NVDEC output copy", None, (1, 1, 1))
     with pytest.raises(TypeError, match="stream"):
         t._gpu_end(0)
-    t._host_call("VideoReader.decode", 5, 7, (2, 3, 1), activity="NVDEC", session=2)
+    t._decoder_call("VideoReader.decode", 5, 7, (2, 3, 1), "NVDEC", 2)
     [r] = t.records
     assert (r.activity, r.session, r.host_ms, r.parent) == ("NVDEC", 2, 7e-6, None)
     # a session thread's record is never nested in the calling thread's open call
     sub = fastmog.cpu.BackgroundSubtractorMOG2()
     with fastmog.profile(timer=t, nvml=False):
         sub.apply(np.zeros((4, 4), np.uint8))
-        t._host_call("VideoReader.decode", 9, 1, (2, 3, 1), activity="NVDEC")
+        t._decoder_call("VideoReader.decode", 9, 1, (2, 3, 1), "NVDEC", -1)
     assert t.records[-1].parent is None
 
 
