@@ -1,6 +1,11 @@
 """Host time per call of apply and apply_batch on 64x64 device frames, where
-the GPU work is negligible: what a build adds on the host, for comparing two
-builds in one run (PYTHONPATH=<other build>/python python benchmarks/apply_host_cost.py old)."""
+the GPU work is negligible: what a build adds on the host, with the timer
+off, with NVTX ranges only, and with the timer on (a profile() block), beside
+CuPy's in-place add on a 64x64 array as the reference of a library call that
+queues one kernel. For comparing two builds in one run:
+PYTHONPATH=<other build>/python python benchmarks/apply_host_cost.py old
+
+Targets (issue 22): timer off <= 4 us per apply, NVTX only <= 6, timer on <= 8."""
 import sys
 import time
 
@@ -9,18 +14,21 @@ import numpy as np
 import fastmog
 
 
-def per_call_us(call, calls, stream):
-    """Best and median of 5 timed loops of `calls` calls, in microseconds."""
+def per_call_us(call, calls, sync, before=None):
+    """Best and median of 5 timed loops of `calls` calls, in microseconds;
+    `before()` runs ahead of each loop, untimed (a timer's reset)."""
     for _ in range(200):
         call()
-    stream.synchronize()
+    sync()
     loops = []
     for _ in range(5):
+        if before is not None:
+            before()
         start = time.perf_counter_ns()
         for _ in range(calls):
             call()
         loops.append((time.perf_counter_ns() - start) / calls / 1e3)
-        stream.synchronize()
+        sync()
     return min(loops), sorted(loops)[2]
 
 
@@ -37,9 +45,35 @@ def main():
                                                              fgmasks=masks[:1])),
             ("apply_batch 16", 4000, lambda: sub.apply_batch(frames, stream=s, fgmasks=masks)))
     print(f"{fastmog.__file__} on {fastmog.device_properties()['name']}")
-    for name, calls, call in rows:
-        best, median = per_call_us(call, calls, s)
-        print(f"{tag:5s} {name:15s} best {best:6.2f} us  median {median:6.2f} us")
+    for mode in ("timer off", "NVTX only", "timer on", "timer on, no NVTX"):
+        timer = None
+        fastmog.set_nvtx(mode == "NVTX only")
+        if mode.startswith("timer on"):
+            timer = fastmog.Timer(nvtx=mode == "timer on")
+            token = fastmog._fastmog._profile_enter(timer)
+        try:
+            for name, calls, call in rows:
+                best, median = per_call_us(call, calls, s.synchronize,
+                                           timer.reset if timer is not None else None)
+                print(f"{tag:5s} {mode:18s} {name:15s} best {best:6.2f} us  "
+                      f"median {median:6.2f} us")
+        finally:
+            if timer is not None:
+                fastmog._fastmog._profile_exit(token)
+            fastmog.set_nvtx(False)
+    try:
+        import cupy
+    except ImportError:
+        print("CuPy not installed: no reference row")
+        return
+    a = cupy.zeros((64, 64), cupy.uint8)
+
+    def add():
+        a.__iadd__(1)
+
+    best, median = per_call_us(add, 20000, cupy.cuda.get_current_stream().synchronize)
+    print(f"{'ref':5s} {'CuPy a += 1':18s} {'64x64 uint8':15s} best {best:6.2f} us  "
+          f"median {median:6.2f} us")
 
 
 if __name__ == "__main__":

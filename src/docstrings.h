@@ -377,8 +377,10 @@
     "_raw_records($self, /)\n--\n\n" \
     "Every call so far as tuples (name, activity, stream, device, height, width,\n" \
     "channels, parent, host_start_ns, host_ns, waited_ns, gpu_ms, gpu_start_ns,\n" \
-    "causes, n_causes); gpu_ms is None for calls without GPU work; gpu_start_ns\n" \
-    "places the GPU work on the host clock (aligned at the first timed call).\n" \
+    "causes, n_causes, queued_ns, behind, behind_stream, session, wait_start_ns,\n" \
+    "bytes_read, bytes_written); gpu_ms is None for calls without GPU work;\n" \
+    "gpu_start_ns and queued_ns (before the waits the call inserted, or None)\n" \
+    "place the GPU work on the host clock (aligned at the first timed call).\n" \
     "Reading waits for GPU work that is still pending, and only for that.")
 
 #define FM_DOC_TIMER_RESET PyDoc_STR( \

@@ -9,6 +9,7 @@ static int event_create(fm_state *st, fm_Event *self, int device, int timing)
     self->device = device;
     self->timing = timing;
     self->recorded = 0;
+    self->recorded_mark = -1;
     cudaError_t err = cudaEventCreateWithFlags(
         &self->handle, timing ? cudaEventDefault : cudaEventDisableTiming);
     if (err != cudaSuccess) {
@@ -83,6 +84,7 @@ int fm_event_record(fm_state *st, fm_Event *event, fm_Stream *stream)
         return fm_cuda_fail(st, err, "recording an event");
     event->recorded = 1;
     event->recorded_on = (uintptr_t)stream->handle;
+    event->recorded_mark = fm_timer_mark(st);
     return 0;
 }
 

@@ -225,6 +225,7 @@ typedef struct fm_Event {
     int recorded;
     int busy;               /* calls inside a wait on it: close() refuses */
     uintptr_t recorded_on;  /* stream of the latest record(), for wait attribution */
+    int recorded_mark;      /* the active timer's record count then (fm_timer_mark) */
 } fm_Event;
 
 extern PyType_Spec fm_event_spec;
@@ -320,6 +321,20 @@ typedef struct fm_record {
     double gpu_start_ms;        /* start, from the timer's epoch on this device */
     int n_causes;               /* earlier calls a wait was for */
     int causes[8];              /* the latest of them (indices) */
+    /* Recorded before the cross-stream waits the call inserts (producer
+     * order, earlier uses of shared memory): [queued, start] is the time its
+     * stream spent behind other streams, outside its own GPU window. */
+    cudaEvent_t queued;
+    double queued_ms;           /* queued, from the epoch; < 0 if none */
+    int behind;                 /* the record whose work a GPU wait was for, or -1 */
+    uintptr_t behind_stream;    /* the stream that wait was for, or 0 */
+    int session;                /* decoder session of a decode record, or -1 */
+    int64_t wait_start_ns;      /* host time the first blocking wait began, or 0 */
+    /* Bytes the call's GPU work reads and writes, by fastmog's own count
+     * (frames, masks, the model: see fm_mog2_bytes). */
+    int64_t bytes_read, bytes_written;
+    int done;                   /* the call has ended: no more events will be recorded */
+    int ended;                  /* `end` was recorded (it is taken before `start` is) */
 } fm_record;
 
 struct fm_Timer {
@@ -328,6 +343,7 @@ struct fm_Timer {
     int sync, nvtx;
     fm_record *records;         /* owned array */
     size_t n, cap;
+    size_t reclaimed;           /* records before this one have given their events back */
     int open;                   /* index of the innermost open call, or -1 */
     fm_event_stack events[FM_MAX_DEVICES];  /* timing events for reuse */
     /* Per device: an event recorded just before the first timed GPU work, and
@@ -358,6 +374,18 @@ int fm_call_begin(fm_state *st, fm_call *call, const char *name, const char *act
  * stream's device must be current). No-ops when not timed. */
 int fm_call_gpu_begin(fm_state *st, fm_call *call);
 int fm_call_gpu_end(fm_state *st, fm_call *call);
+/* Marks the point before the cross-stream waits a call is about to insert on
+ * its stream (the device must be current). No-op when not timed. */
+int fm_call_gpu_queue(fm_state *st, fm_call *call);
+/* The call's stream is made to wait (on the GPU) for an event recorded on
+ * `stream` when the timer held `mark` records (-1: unknown): notes the record
+ * it waits behind. */
+void fm_call_behind(fm_call *call, uintptr_t stream, int mark);
+/* The bytes the call's GPU work reads and writes (added up). */
+static inline void fm_call_bytes(fm_call *call, int64_t read, int64_t written);
+/* The active timer's record count (a mark for fm_call_behind), or -1 when no
+ * timer is active. Cheap when none is. */
+int fm_timer_mark(fm_state *st);
 /* Brackets a blocking wait on the call's stream: notes how long the host
  * waited and for which earlier calls. */
 void fm_call_wait_begin(fm_state *st, fm_call *call);
@@ -369,6 +397,14 @@ void fm_call_wait_end(fm_state *st, fm_call *call);
  * sync failed. */
 PyObject *fm_call_end(fm_state *st, fm_call *call, PyObject *result);
 int fm_call_end_int(fm_state *st, fm_call *call, int rc);
+
+static inline void fm_call_bytes(fm_call *call, int64_t read, int64_t written)
+{
+    if (call->timer != NULL) {
+        call->timer->records[call->record].bytes_read += read;
+        call->timer->records[call->record].bytes_written += written;
+    }
+}
 
 /* Stream.synchronize and Event.synchronize as one timed call (synchronize.c):
  * waits for `event`, or for `stream` when `event` is NULL, interruptibly. */

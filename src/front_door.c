@@ -52,7 +52,8 @@ static fm_GpuMat *upload_to_staging(fm_state *st, const fm_host_image *src, fm_S
     }
     /* A call on another stream must not overwrite what an earlier call's
      * kernel may still be reading. */
-    int rc = fm_upload(st, m, src, stream, FM_USE_AFTER_EARLIER, &call);
+    int rc = fm_call_gpu_queue(st, &call) < 0
+                 ? -1 : fm_upload(st, m, src, stream, FM_USE_AFTER_EARLIER, &call);
     if (fm_call_end_int(st, &call, rc) < 0)
         Py_CLEAR(m);
     return m;

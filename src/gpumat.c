@@ -326,6 +326,8 @@ static PyObject *GpuMat_copy_to(PyObject *op, PyObject *args, PyObject *kwargs)
         err = cudaMemcpy2DAsync(dst->data, dst->pitch, src->data, src->pitch, row_bytes,
                                 (size_t)src->shape.height, cudaMemcpyDeviceToDevice,
                                 stream->handle);
+    fm_call_bytes(&call, (int64_t)(row_bytes * src->shape.height),
+                  (int64_t)(row_bytes * src->shape.height));
     rc = err == cudaSuccess ? fm_call_gpu_end(st, &call)
                             : fm_cuda_fail(st, err, "copying a %dx%dx%d image", src->shape.height,
                                            src->shape.width, src->shape.channels);
@@ -421,6 +423,7 @@ static PyObject *GpuMat_fill(PyObject *op, PyObject *args, PyObject *kwargs)
             fm_cuda_error(st, err, "filling a %dx%dx%d image", m->shape.height, m->shape.width, m->shape.channels);
         else
             (void)fm_call_gpu_end(st, &call);
+        fm_call_bytes(&call, 0, (int64_t)fm_image_row_bytes(&m->shape) * m->shape.height);
     }
     return end_on_device(st, &call, &guard, stream, PyErr_Occurred() ? NULL : Py_NewRef(Py_None));
 }

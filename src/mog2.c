@@ -106,6 +106,22 @@ static int rebuild_model(fm_state *st, fm_MOG2 *self, const fm_mog2_geometry *g,
     return 0;
 }
 
+/* Whether a use of `buf` on `stream` with FM_USE_AFTER_EARLIER makes the
+ * stream wait for other streams (the rule of fm_device_buffer_use). */
+static int would_wait(const fm_DeviceBuffer *buf, const fm_Stream *stream)
+{
+    return buf->n_earlier > 0
+           || (buf->last_stream != NULL && !buf->last_stream->closed && buf->last_stream != stream);
+}
+
+/* A frame argument that is neither a numpy array nor a GpuMat: another
+ * library's device memory, whose producer the stream may wait for. */
+static int is_foreign(fm_state *st, PyObject *obj)
+{
+    return obj != NULL && obj != Py_None && !PyArray_Check(obj)
+           && !Py_IS_TYPE(obj, st->GpuMat_type);
+}
+
 /* The device images of one frame of a call. References are owned. */
 typedef struct frame_images {
     fm_GpuMat *frame;
@@ -247,8 +263,15 @@ static int queue_frames(fm_state *st, fm_MOG2 *self, double learning_rate, fm_mo
         images[0].reused_mask = 1;
     }
     const fm_mog2_geometry *g = &steps[0].geometry;
+    /* The queued point, only when the call is about to wait for other
+     * streams (a timing event less per call in the steady state). */
+    int waits = would_wait(self->model, stream);
+    for (int k = 0; k < count && !waits; ++k)
+        waits = images[k].reused_mask && would_wait(images[k].mask->buffer, stream);
+    if (waits && fm_call_gpu_queue(st, call) < 0)
+        return -1;
     if (fm_device_buffer_use(st, self->model, stream, FM_USE_AFTER_EARLIER) < 0
-        || use_images(st, images, count, stream) < 0 || fm_call_gpu_begin(st, call) < 0)
+        || use_images(st, images, count, stream) < 0)
         return -1;
     fm_mog2_model model = fm_mog2_model_at(self->model->ptr, g);
     for (int start = 0; start < count; start += FM_MOG2_MAX_PASS) {
@@ -256,6 +279,10 @@ static int queue_frames(fm_state *st, fm_MOG2 *self, double learning_rate, fm_mo
         int n = count - start < FM_MOG2_MAX_PASS ? count - start : FM_MOG2_MAX_PASS;
         for (int k = 0; k < n; ++k)
             io[k] = frame_io(&images[start + k], &steps[start + k]);
+        /* the start event right before the first launch: host work between
+         * the two would count as GPU time on an idle stream */
+        if (start == 0 && fm_call_gpu_begin(st, call) < 0)
+            return -1;
         cudaError_t err = fm_launch_mog2_apply(steps[0].params, model, g->is_float, io, n,
                                                stream->handle);
         if (err != cudaSuccess) {
@@ -266,6 +293,12 @@ static int queue_frames(fm_state *st, fm_MOG2 *self, double learning_rate, fm_mo
     }
     if (fm_call_gpu_end(st, call) < 0)
         return -1;
+    int known = 0;
+    for (int k = 0; k < count; ++k)
+        known += images[k].known != NULL;
+    int64_t read, written;
+    fm_mog2_bytes(g, count, known, FM_MOG2_MAX_PASS, &read, &written);
+    fm_call_bytes(call, read, written);
     fm_mog2_commit(&self->base, &steps[count - 1]);
     return 0;
 }
@@ -353,6 +386,11 @@ static PyObject *apply_frames(PyObject *op, PyObject *args, PyObject *kwargs, in
     if (reserve_staging(self, count) < 0)
         goto done;
     for (int k = 0; k < count; ++k) {
+        /* a producer's memory makes the stream wait for the producer */
+        if ((is_foreign(st, fm_mog2_item(&seq, seq.frames, k))
+             || is_foreign(st, fm_mog2_item(&seq, seq.known, k)))
+            && fm_call_gpu_queue(st, &call) < 0)
+            goto done;
         if (stage_frame(st, self, fm_mog2_item(&seq, seq.frames, k),
                         fm_mog2_item(&seq, seq.known, k), fm_mog2_index(&seq, k), k,
                         k == 0 ? NULL : &images[0].frame->shape, stream, a.timer, &images[k]) < 0)
@@ -458,6 +496,9 @@ static PyObject *cameras_locked(fm_state *st, camera_call *cams, const fm_mog2_s
         table[k].model = fm_mog2_model_at(cam->sub->model->ptr, &cam->step.geometry);
         table[k].io = frame_io(&cam->images, &cam->step);
         table[k].is_float = cam->step.geometry.is_float;
+        int64_t read, written;
+        fm_mog2_bytes(&cam->step.geometry, 1, cam->images.known != NULL, 1, &read, &written);
+        fm_call_bytes(call, read, written);
     }
     if (fm_call_gpu_begin(st, call) < 0)
         goto done;
@@ -542,7 +583,8 @@ static PyObject *apply_cameras(PyObject *module, PyObject *args, PyObject *kwarg
                                   fm_mog2_item(&seq, seq.known, resolved), resolved, stream,
                                   timer, &cams[resolved].images) == 0)
             resolved++;
-        if (resolved == count && fm_mog2_lock_all(bases + count, count) == 0) {
+        if (resolved == count && fm_call_gpu_queue(st, &call) == 0
+            && fm_mog2_lock_all(bases + count, count) == 0) {
             result = cameras_locked(st, cams, &seq, stream, timer, &call);
             fm_mog2_unlock_all(bases + count, count);
         }
@@ -603,7 +645,7 @@ static PyObject *background_held(fm_state *st, fm_MOG2 *self, fm_Stream *stream,
         return NULL;
     if (fm_device_enter(st, self->device, &guard) < 0)
         return fm_call_end(st, &call, NULL);
-    if (fm_mog2_lock_open(&self->base) < 0)
+    if (fm_call_gpu_queue(st, &call) < 0 || fm_mog2_lock_open(&self->base) < 0)
         goto exit_device;
     const fm_mog2_geometry g = self->base.geometry;
     if (self->model == NULL) {
@@ -638,6 +680,8 @@ static PyObject *background_held(fm_state *st, fm_MOG2 *self, fm_Stream *stream,
     }
     if (fm_call_gpu_end(st, &call) < 0)
         goto error;
+    fm_call_bytes(&call, (int64_t)fm_mog2_model_bytes(&g),
+                  (int64_t)fm_image_row_bytes(&out->shape) * out->shape.height);
     fm_mog2_unlock(&self->base);
     fm_device_exit(&guard);
     return fm_call_end(st, &call, (PyObject *)out);

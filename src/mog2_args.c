@@ -133,6 +133,28 @@ static int mask_extent(fm_state *st, PyObject *obj, const char **lo, const char 
     return 0;
 }
 
+/* Whether two images of one row pitch share a pixel: side-by-side views of
+ * one GpuMat interleave their byte ranges row by row without sharing any. */
+static int pitched_overlap(const fm_GpuMat *a, const fm_GpuMat *b)
+{
+    if (b->data < a->data) {
+        const fm_GpuMat *t = a;
+        a = b;
+        b = t;
+    }
+    ptrdiff_t p = (ptrdiff_t)a->pitch, d = b->data - a->data;
+    ptrdiff_t row = d / p, col = d % p;
+    ptrdiff_t wa = (ptrdiff_t)fm_image_row_bytes(&a->shape);
+    ptrdiff_t wb = (ptrdiff_t)fm_image_row_bytes(&b->shape);
+    ptrdiff_t ha = a->shape.height, hb = b->shape.height;
+    /* b's rows in a's frame start at `row`, columns [col, col + wb); a row
+     * longer than what is left of the pitch goes on in the next row. */
+    int rows = row < ha && row + hb > 0;
+    int cols = col < wa && col + wb > 0;
+    int wrap = col + wb > p && row + 1 < ha;
+    return (rows && cols) || wrap;
+}
+
 /* Each mask is written once per frame: two entries that are one object, or
  * arrays (GpuMats) over shared bytes, would see one frame's mask overwrite
  * another's. ValueError naming the two indices. */
@@ -148,8 +170,12 @@ static int masks_distinct(fm_state *st, PyObject *masks)
             const char *a0, *a1, *b0, *b1;
             int kind;
             if (!shared && (kind = mask_extent(st, items[i], &a0, &a1)) != 0
-                && mask_extent(st, items[j], &b0, &b1) == kind)
+                && mask_extent(st, items[j], &b0, &b1) == kind) {
                 shared = a0 < b1 && b0 < a1;
+                const fm_GpuMat *a = (const fm_GpuMat *)items[i], *b = (const fm_GpuMat *)items[j];
+                if (shared && kind == 2 && a->pitch == b->pitch)
+                    shared = pitched_overlap(a, b);
+            }
             if (shared) {
                 PyErr_Format(PyExc_ValueError,
                              "fgmasks[%zd] and fgmasks[%zd] are the same output buffer: "

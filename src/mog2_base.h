@@ -213,6 +213,25 @@ static inline size_t fm_mog2_model_bytes(const fm_mog2_geometry *g)
            + (size_t)g->width * (size_t)g->height;
 }
 
+/* The bytes of device (or host) memory one MOG2 call of `frames` frames of
+ * geometry `g` moves, by fastmog's own count, the one the timer's records
+ * carry: every frame read once (and its known-foreground mask when `known`),
+ * every mask written once (`known` of the frames have a known-foreground mask,
+ * read once), and the whole model (fm_mog2_model_bytes: means,
+ * weights, variances, modes used) read and written once per pass of up to
+ * `per_pass` frames (FM_MOG2_MAX_PASS on the GPU). An upper bound for the
+ * model: a pixel with fewer modes used reads fewer. */
+static inline void fm_mog2_bytes(const fm_mog2_geometry *g, int frames, int known, int per_pass,
+                                 int64_t *read, int64_t *written)
+{
+    int64_t pixels = (int64_t)g->width * g->height;
+    int64_t frame = pixels * g->channels * (g->is_float ? 4 : 1);
+    int64_t passes = per_pass > 0 ? (frames + per_pass - 1) / per_pass : 1;
+    int64_t model = (int64_t)fm_mog2_model_bytes(g) * passes;
+    *read = (int64_t)frames * frame + (int64_t)known * pixels + model;
+    *written = (int64_t)frames * pixels + model;
+}
+
 static inline fm_mog2_model fm_mog2_model_at(void *base, const fm_mog2_geometry *g)
 {
     size_t plane = fm_mog2_plane_bytes(g);

@@ -157,6 +157,14 @@ static PyObject *timed_apply(fm_state *st, fm_MOG2Cpu *self, const char *name, P
         rc = run_frames(self, steps, io, count);
         fm_mog2_unlock(&self->base);
     }
+    if (rc == 0) {
+        int known = 0;
+        for (int k = 0; k < count; ++k)
+            known += io[k].known != NULL;
+        int64_t read, written;
+        fm_mog2_bytes(&steps[0].geometry, count, known, FM_MOG2_MAX_PASS, &read, &written);
+        fm_call_bytes(&call, read, written);
+    }
     if (rc < 0)
         Py_CLEAR(masks);
     return fm_call_end(st, &call, masks);

@@ -420,7 +420,31 @@ static PyObject *mog2_parameters(PyObject *module, PyObject *Py_UNUSED(ignored))
     return result;
 }
 
+/* The byte count of the timer's records, for tests and the report. */
+static PyObject *mog2_bytes(PyObject *Py_UNUSED(module), PyObject *args, PyObject *kwargs)
+{
+    static char *kwlist[] = {"height", "width", "channels", "is_float", "n_mixtures", "frames",
+                             "known", "per_pass", NULL};
+    fm_mog2_geometry g;
+    int frames = 1, known = 0, per_pass = FM_MOG2_MAX_PASS;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "iiipi|i$ii:_mog2_bytes", kwlist, &g.height,
+                                     &g.width, &g.channels, &g.is_float, &g.n_mixtures, &frames,
+                                     &known, &per_pass))
+        return NULL;
+    if (g.height < 0 || g.width < 0 || g.channels < 1 || g.n_mixtures < 1 || frames < 0) {
+        PyErr_SetString(PyExc_ValueError, "sizes must be positive");
+        return NULL;
+    }
+    int64_t read, written;
+    fm_mog2_bytes(&g, frames, known, per_pass, &read, &written);
+    return Py_BuildValue("(LL)", (long long)read, (long long)written);
+}
+
 PyMethodDef fm_mog2_params_methods[] = {
     {"_mog2_parameters", mog2_parameters, METH_NOARGS, FM_DOC_MOG2_PARAMETERS},
+    {"_mog2_bytes", (PyCFunction)(void (*)(void))mog2_bytes, METH_VARARGS | METH_KEYWORDS,
+     "_mog2_bytes($module, /, height, width, channels, is_float, n_mixtures, frames=1, *, "
+     "known=0, per_pass=16)\n--\n\n(bytes read, bytes written) of one MOG2 call, the "
+     "count the timer's records carry."},
     {NULL, NULL, 0, NULL},
 };

@@ -97,7 +97,8 @@ static PyObject *convert(PyObject *module, PyObject *args, PyObject *kwargs, con
         fm_stream_unhold(stream);
         return none;
     }
-    if ((y = fm_as_device_image(st, y_arg, "y", y_rule, stream, NULL, timer)) == NULL)
+    if (fm_call_gpu_queue(st, &call) < 0
+        || (y = fm_as_device_image(st, y_arg, "y", y_rule, stream, NULL, timer)) == NULL)
         goto done;
     fm_image yi, uvi;
     if (uv_arg == Py_None) {
@@ -152,6 +153,7 @@ static PyObject *convert(PyObject *module, PyObject *args, PyObject *kwargs, con
         goto done;
     }
     (void)fm_call_gpu_end(st, &call);
+    fm_call_bytes(&call, (int64_t)yi.width * yi.height * 3 / 2, (int64_t)yi.width * yi.height * 3);
 done:
     fm_device_exit(&guard);
     Py_XDECREF(y);

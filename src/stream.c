@@ -327,11 +327,22 @@ static PyObject *Stream_wait(PyObject *op, PyObject *args, PyObject *kwargs)
         return NULL;
     fm_device_guard guard;
     fm_call call;
-    if (fm_call_begin(st, &call, "Stream.wait", NULL, timer, self, 0, 0, 0) < 0)
+    if (fm_call_begin(st, &call, "Stream.wait", "wait", timer, self, 0, 0, 0) < 0)
         return NULL;
     if (fm_device_enter(st, self->device, &guard) < 0)
         return fm_call_end(st, &call, NULL);
+    /* Timed, its GPU window is the time the stream waits: the next call's
+     * "queued behind", charged to the record that recorded the event. */
+    fm_call_behind(&call, event->recorded_on, event->recorded_mark);
+    if (fm_call_gpu_begin(st, &call) < 0) {
+        fm_device_exit(&guard);
+        return fm_call_end(st, &call, NULL);
+    }
     cudaError_t err = cudaStreamWaitEvent(self->handle, event->handle, 0);
+    if (err == cudaSuccess && fm_call_gpu_end(st, &call) < 0) {
+        fm_device_exit(&guard);
+        return fm_call_end(st, &call, NULL);
+    }
     fm_device_exit(&guard);
     if (err != cudaSuccess)
         return fm_call_end(st, &call, fm_cuda_error(st, err, "making a stream wait for an event"));

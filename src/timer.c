@@ -101,6 +101,9 @@ int fm_call_begin(fm_state *st, fm_call *call, const char *name, const char *act
     r->channels = channels;
     r->parent = t->open;
     r->gpu_ms = -1.0;
+    r->queued_ms = -1.0;
+    r->behind = -1;
+    r->session = -1;
     r->host_start_ns = now_ns();
     call->record = (int)t->n;
     t->open = call->record;
@@ -109,36 +112,108 @@ int fm_call_begin(fm_state *st, fm_call *call, const char *name, const char *act
     return 0;
 }
 
-static int record_event(fm_state *st, fm_call *call, int at_end)
+static void reclaim(fm_Timer *t, int device);
+
+/* The device's epoch: an event recorded before the first timed GPU work, and
+ * the host time then; GPU times are measured from it. */
+static int ensure_epoch(fm_state *st, fm_Timer *t, int device, cudaStream_t stream)
+{
+    if (t->epoch[device] != NULL)
+        return 0;
+    if (timing_event(st, t, device, &t->epoch[device]) < 0)
+        return -1;
+    FM_CUDA_CHECK(st, cudaEventRecord(t->epoch[device], stream), "recording a timing event");
+    t->epoch_host_ns[device] = now_ns();
+    return 0;
+}
+
+int fm_call_gpu_queue(fm_state *st, fm_call *call)
 {
     fm_Timer *t = call->timer;
     if (t == NULL || call->stream == NULL)
         return 0;
     fm_record *r = &t->records[call->record];
-    if (!at_end && t->epoch[r->device] == NULL) {
-        if (timing_event(st, t, r->device, &t->epoch[r->device]) < 0)
-            return -1;
-        FM_CUDA_CHECK(st, cudaEventRecord(t->epoch[r->device], call->stream->handle),
-                      "recording a timing event");
-        t->epoch_host_ns[r->device] = now_ns();
-    }
-    cudaEvent_t *slot = at_end ? &r->end : &r->start;
-    if (*slot == NULL && timing_event(st, t, r->device, slot) < 0)
+    if (r->queued != NULL || r->start != NULL)
+        return 0;
+    if (t->events[r->device].n < 4)
+        reclaim(t, r->device);
+    if (ensure_epoch(st, t, r->device, call->stream->handle) < 0
+        || timing_event(st, t, r->device, &t->records[call->record].queued) < 0)
         return -1;
-    FM_CUDA_CHECK(st, cudaEventRecord(*slot, call->stream->handle), "recording a timing event");
+    r = &t->records[call->record];
+    FM_CUDA_CHECK(st, cudaEventRecord(r->queued, call->stream->handle),
+                  "recording a timing event");
     return 0;
 }
 
+/* Everything the window needs is taken before its start is recorded: between
+ * the start event and the first launch (and between the last launch and the
+ * end event) the host does nothing the GPU could count as the call's time. */
 int fm_call_gpu_begin(fm_state *st, fm_call *call)
 {
-    return record_event(st, call, 0);
+    fm_Timer *t = call->timer;
+    if (t == NULL || call->stream == NULL)
+        return 0;
+    fm_record *r = &t->records[call->record];
+    if (t->events[r->device].n < 3)
+        reclaim(t, r->device);
+    if (ensure_epoch(st, t, r->device, call->stream->handle) < 0
+        || (r->start == NULL && timing_event(st, t, r->device, &r->start) < 0)
+        || (r->end == NULL && timing_event(st, t, r->device, &r->end) < 0))
+        return -1;
+    FM_CUDA_CHECK(st, cudaEventRecord(r->start, call->stream->handle),
+                  "recording a timing event");
+    return 0;
 }
 
 int fm_call_gpu_end(fm_state *st, fm_call *call)
 {
-    if (call->timer == NULL || call->timer->records[call->record].start == NULL)
+    fm_Timer *t = call->timer;
+    if (t == NULL || call->stream == NULL || t->records[call->record].start == NULL)
         return 0;
-    return record_event(st, call, 1);
+    FM_CUDA_CHECK(st, cudaEventRecord(t->records[call->record].end, call->stream->handle),
+                  "recording a timing event");
+    t->records[call->record].ended = 1;
+    return 0;
+}
+
+/* The latest record on `stream` before record `before`: the work an event
+ * recorded there then stands for. -1 if none. */
+static int last_on_stream(fm_Timer *t, uintptr_t stream, int before)
+{
+    for (int i = before - 1; i >= 0; i--) {
+        fm_record *r = &t->records[i];
+        if (r->stream == stream && (r->start != NULL || r->gpu_ms >= 0 || r->session >= 0))
+            return i;
+    }
+    return -1;
+}
+
+void fm_call_behind(fm_call *call, uintptr_t stream, int mark)
+{
+    fm_Timer *t = call->timer;
+    if (t == NULL || stream == 0)
+        return;
+    int before = mark >= 0 && mark <= call->record ? mark : call->record;
+    t->records[call->record].behind_stream = stream;
+    t->records[call->record].behind = last_on_stream(t, stream, before);
+}
+
+int fm_timer_mark(fm_state *st)
+{
+    if (st->profiles_active == 0)
+        return -1;
+    int error;
+    fm_Timer *t = active_timer(st, NULL, &error);
+    if (error) {
+        PyErr_Clear();
+        return -1;
+    }
+    if (t == NULL)
+        return -1;
+    int mark = (int)t->n;
+    Py_DECREF(t);
+    return mark;
 }
 
 /* Earlier calls on the same stream whose GPU work is not done yet: the wait
@@ -147,7 +222,7 @@ static void note_causes(fm_Timer *t, fm_record *r, int self_index)
 {
     for (int i = self_index - 1; i >= 0; i--) {
         fm_record *earlier = &t->records[i];
-        if (earlier->stream != r->stream || earlier->end == NULL || earlier->gpu_ms >= 0)
+        if (earlier->stream != r->stream || !earlier->ended || earlier->gpu_ms >= 0)
             continue;
         cudaError_t err = cudaEventQuery(earlier->end);
         if (err != cudaErrorNotReady) {
@@ -168,6 +243,8 @@ void fm_call_wait_begin(fm_state *st, fm_call *call)
     fm_record *r = &call->timer->records[call->record];
     note_causes(call->timer, r, call->record);
     call->wait_start = now_ns();
+    if (r->wait_start_ns == 0)
+        r->wait_start_ns = call->wait_start;
 }
 
 void fm_call_wait_for_stream(fm_call *call, uintptr_t stream_handle)
@@ -205,6 +282,7 @@ PyObject *fm_call_end(fm_state *st, fm_call *call, PyObject *result)
     if (t != NULL) {
         fm_record *r = &t->records[call->record];
         r->host_ns = now_ns() - r->host_start_ns;
+        r->done = 1;
         t->open = r->parent;
         Py_DECREF(t);
         call->timer = NULL;
@@ -245,13 +323,62 @@ static PyObject *Timer_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
     return (PyObject *)self;
 }
 
+/* Reads a finished record's GPU times and gives its events back. */
+static int read_record(fm_Timer *t, fm_record *r)
+{
+    float ms = 0.0f, start_ms = 0.0f, queued_ms = -1.0f;
+    cudaError_t err = cudaEventElapsedTime(&ms, r->start, r->end);
+    if (err == cudaSuccess)
+        err = cudaEventElapsedTime(&start_ms, t->epoch[r->device], r->start);
+    if (err == cudaSuccess && r->queued != NULL)
+        err = cudaEventElapsedTime(&queued_ms, t->epoch[r->device], r->queued);
+    if (err != cudaSuccess)
+        return fm_cuda_fail(t->st, err, "reading the GPU time of %s", r->name);
+    r->gpu_ms = ms;
+    r->gpu_start_ms = start_ms;
+    r->queued_ms = queued_ms;
+    give_back_event(t, r->device, r->start);
+    give_back_event(t, r->device, r->end);
+    if (r->queued != NULL)
+        give_back_event(t, r->device, r->queued);
+    r->start = r->end = r->queued = NULL;
+    return 0;
+}
+
+/* Before creating events for a new call: reads the oldest records whose
+ * work is done, so their events are reused; a long profile then creates
+ * none per call. Looks at a few at a time, never waits. */
+static void reclaim(fm_Timer *t, int device)
+{
+    int looked = 0;
+    while (t->reclaimed < t->n && looked < 8) {
+        fm_record *r = &t->records[t->reclaimed];
+        if (!r->done)
+            return;         /* a call still open: its events may not be recorded yet */
+        if (r->gpu_ms >= 0 || r->start == NULL || !r->ended) {
+            t->reclaimed++;
+            continue;
+        }
+        looked++;
+        if (r->device != device || cudaEventQuery(r->end) != cudaSuccess) {
+            (void)cudaGetLastError();
+            return;
+        }
+        if (read_record(t, r) < 0) {
+            PyErr_Clear();
+            return;
+        }
+        t->reclaimed++;
+    }
+}
+
 /* Reads the GPU time of every record whose events are not read yet; waits
  * (GIL released) only for work still pending. */
 static int resolve(fm_Timer *t)
 {
     for (size_t i = 0; i < t->n; i++) {
         fm_record *r = &t->records[i];
-        if (r->gpu_ms >= 0 || r->start == NULL || r->end == NULL)
+        if (r->gpu_ms >= 0 || r->start == NULL || !r->ended)
             continue;
         cudaEvent_t end = r->end;
         cudaError_t err = cudaEventQuery(end);
@@ -265,18 +392,10 @@ static int resolve(fm_Timer *t)
                 continue;
             r = &t->records[i];
         }
-        float ms = 0.0f, start_ms = 0.0f;
-        if (err == cudaSuccess)
-            err = cudaEventElapsedTime(&ms, r->start, r->end);
-        if (err == cudaSuccess)
-            err = cudaEventElapsedTime(&start_ms, t->epoch[r->device], r->start);
         if (err != cudaSuccess)
             return fm_cuda_fail(t->st, err, "reading the GPU time of %s", r->name);
-        r->gpu_ms = ms;
-        r->gpu_start_ms = start_ms;
-        give_back_event(t, r->device, r->start);
-        give_back_event(t, r->device, r->end);
-        r->start = r->end = NULL;
+        if (read_record(t, r) < 0)
+            return -1;
     }
     return 0;
 }
@@ -300,16 +419,23 @@ static PyObject *Timer_raw_records(PyObject *op, PyObject *Py_UNUSED(ignored))
         for (int k = 0; k < shown; k++)
             PyTuple_SET_ITEM(causes, k, PyLong_FromLong(r->causes[k]));
         PyObject *gpu = r->gpu_ms >= 0 ? PyFloat_FromDouble(r->gpu_ms) : Py_NewRef(Py_None);
-        PyObject *gpu_start = Py_NewRef(Py_None);
+        PyObject *gpu_start = Py_NewRef(Py_None), *queued = Py_NewRef(Py_None);
         if (r->gpu_ms >= 0 && r->device >= 0) {
             Py_DECREF(gpu_start);
             gpu_start = PyLong_FromLongLong(t->epoch_host_ns[r->device]
                                             + (long long)(r->gpu_start_ms * 1e6));
+            if (r->queued_ms >= 0) {
+                Py_DECREF(queued);
+                queued = PyLong_FromLongLong(t->epoch_host_ns[r->device]
+                                             + (long long)(r->queued_ms * 1e6));
+            }
         }
         PyObject *item = Py_BuildValue(
-            "(szKiiiiiLLLNNNi)", r->name, r->activity, (unsigned long long)r->stream, r->device,
-            r->height, r->width, r->channels, r->parent, (long long)r->host_start_ns,
-            (long long)r->host_ns, (long long)r->waited_ns, gpu, gpu_start, causes, r->n_causes);
+            "(szKiiiiiLLLNNNiNiKiLLL)", r->name, r->activity, (unsigned long long)r->stream,
+            r->device, r->height, r->width, r->channels, r->parent, (long long)r->host_start_ns,
+            (long long)r->host_ns, (long long)r->waited_ns, gpu, gpu_start, causes, r->n_causes,
+            queued, r->behind, (unsigned long long)r->behind_stream, r->session,
+            (long long)r->wait_start_ns, (long long)r->bytes_read, (long long)r->bytes_written);
         if (item == NULL) {
             Py_DECREF(list);
             return NULL;
@@ -326,8 +452,11 @@ static void drop_records(fm_Timer *t)
             (void)cudaEventDestroy(t->records[i].start);
         if (t->records[i].end != NULL)
             (void)cudaEventDestroy(t->records[i].end);
+        if (t->records[i].queued != NULL)
+            (void)cudaEventDestroy(t->records[i].queued);
     }
     t->n = 0;
+    t->reclaimed = 0;
     t->open = -1;
     for (int d = 0; d < FM_MAX_DEVICES; d++) {
         if (t->epoch[d] != NULL)
@@ -342,31 +471,146 @@ static PyObject *Timer_reset(PyObject *op, PyObject *Py_UNUSED(ignored))
     Py_RETURN_NONE;
 }
 
+/* Records hold plain C names; a dict of them keeps each name's text alive. */
+static const char *keep_name(fm_Timer *t, PyObject *name)
+{
+    if (!PyUnicode_Check(name)) {
+        PyErr_SetString(PyExc_TypeError, "names must be str");
+        return NULL;
+    }
+    if (t->names == NULL && (t->names = PyDict_New()) == NULL)
+        return NULL;
+    PyObject *kept = PyDict_SetDefault(t->names, name, name);  /* borrowed */
+    return kept != NULL ? PyUnicode_AsUTF8(kept) : NULL;
+}
+
+/* A record made from Python, outside the call scope: no NVTX, no nesting. */
+static int python_record(fm_Timer *t, PyObject *name, PyObject *activity, fm_Stream *stream,
+                         int h, int w, int c)
+{
+    const char *text = keep_name(t, name);
+    if (text == NULL)
+        return -1;
+    const char *act = NULL;
+    if (activity != NULL && activity != Py_None && (act = keep_name(t, activity)) == NULL)
+        return -1;
+    fm_call call;
+    if (fm_call_begin(t->st, &call, text, act, (PyObject *)t, stream, h, w, c) < 0)
+        return -1;
+    if (call.nvtx)
+        fm_nvtx_pop(t->st);  /* the caller has its own range */
+    fm_record *r = &t->records[call.record];
+    t->open = r->parent;
+    r->parent = -1;
+    Py_DECREF(call.timer);
+    return call.record;
+}
+
+static PyObject *host_record(fm_Timer *t, PyObject *name, long long start_ns, long long host_ns,
+                             int h, int w, int c, PyObject *activity, int session)
+{
+    int parent = t->open;
+    int index = python_record(t, name, activity, NULL, h, w, c);
+    if (index < 0)
+        return NULL;
+    fm_record *r = &t->records[index];
+    /* a decoder session's thread is nobody's nested call */
+    r->parent = session >= 0 ? -1 : parent;
+    r->host_start_ns = start_ns;
+    r->host_ns = host_ns;
+    r->session = session;
+    r->done = 1;
+    Py_RETURN_NONE;
+}
+
 static PyObject *Timer_host_call(PyObject *op, PyObject *args)
 {
-    fm_Timer *t = (fm_Timer *)op;
     PyObject *name;
     long long start_ns, host_ns;
     int h, w, c;
     if (!PyArg_ParseTuple(args, "ULL(iii):_host_call", &name, &start_ns, &host_ns, &h, &w, &c))
         return NULL;
-    /* Records hold plain C names; the set keeps each name's text alive. */
-    if (t->names == NULL && (t->names = PySet_New(NULL)) == NULL)
+    return host_record((fm_Timer *)op, name, start_ns, host_ns, h, w, c, Py_None, -1);
+}
+
+static PyObject *Timer_decoder_call(PyObject *op, PyObject *args)
+{
+    PyObject *name, *activity;
+    long long start_ns, host_ns;
+    int h, w, c, session;
+    if (!PyArg_ParseTuple(args, "ULL(iii)Oi:_decoder_call", &name, &start_ns, &host_ns, &h, &w,
+                          &c, &activity, &session))
         return NULL;
-    const char *text = PyUnicode_AsUTF8(name);
-    if (text == NULL || PySet_Add(t->names, name) < 0)
+    return host_record((fm_Timer *)op, name, start_ns, host_ns, h, w, c, activity, session);
+}
+
+/* _gpu_begin(name, activity, stream, shape, *, session=-1, host_start_ns=None):
+ * a record whose GPU window is work the caller queues on `stream` next (a
+ * decoder's output copy); timer-owned events, so the caller's events may be
+ * re-recorded at will. Returns the record's index for _gpu_end. */
+static PyObject *Timer_gpu_begin(PyObject *op, PyObject *args, PyObject *kwargs)
+{
+    static char *kwlist[] = {"", "", "", "", "session", "host_start_ns", NULL};
+    fm_Timer *t = (fm_Timer *)op;
+    PyObject *name, *activity, *stream_arg, *host_start = Py_None;
+    int h, w, c, session = -1;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "UOO(iii)|$iO:_gpu_begin", kwlist, &name,
+                                     &activity, &stream_arg, &h, &w, &c, &session, &host_start))
         return NULL;
-    fm_call call;
-    if (fm_call_begin(t->st, &call, text, NULL, op, NULL, h, w, c) < 0)
+    fm_Stream *stream = fm_require_stream(t->st, stream_arg, -1);
+    if (stream == NULL)
         return NULL;
-    if (call.nvtx)
-        fm_nvtx_pop(t->st);  /* the caller has its own range */
-    call.nvtx = 0;
-    fm_record *r = &t->records[call.record];
-    r->host_start_ns = start_ns;
-    t->open = r->parent;
-    r->host_ns = host_ns;
-    Py_DECREF(call.timer);
+    long long start_ns = 0;
+    if (host_start != Py_None && (start_ns = PyLong_AsLongLong(host_start)) == -1
+        && PyErr_Occurred())
+        return NULL;
+    fm_device_guard guard;
+    if (fm_device_enter(t->st, stream->device, &guard) < 0)
+        return NULL;
+    int index = python_record(t, name, activity, stream, h, w, c);
+    if (index >= 0) {
+        fm_record *r = &t->records[index];
+        r->session = session;
+        if (start_ns > 0)
+            r->host_start_ns = start_ns;
+        fm_call call = {t, index, 0, stream, 0};
+        if (fm_call_gpu_begin(t->st, &call) < 0)
+            index = -1;
+    }
+    fm_device_exit(&guard);
+    return index >= 0 ? PyLong_FromLong(index) : NULL;
+}
+
+static PyObject *Timer_gpu_end(PyObject *op, PyObject *args, PyObject *kwargs)
+{
+    static char *kwlist[] = {"", "stream", "bytes_read", "bytes_written", NULL};
+    fm_Timer *t = (fm_Timer *)op;
+    PyObject *stream_arg = NULL;
+    int index;
+    long long read = 0, written = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "i|$OLL:_gpu_end", kwlist, &index,
+                                     &stream_arg, &read, &written))
+        return NULL;
+    fm_Stream *stream = fm_require_stream(t->st, stream_arg, -1);
+    if (stream == NULL)
+        return NULL;
+    if (index < 0 || (size_t)index >= t->n || t->records[index].stream != (uintptr_t)stream->handle) {
+        PyErr_SetString(PyExc_ValueError, "no record begun on that stream with that index");
+        return NULL;
+    }
+    fm_device_guard guard;
+    if (fm_device_enter(t->st, stream->device, &guard) < 0)
+        return NULL;
+    fm_call call = {t, index, 0, stream, 0};
+    int rc = fm_call_gpu_end(t->st, &call);
+    fm_device_exit(&guard);
+    if (rc < 0)
+        return NULL;
+    fm_record *r = &t->records[index];
+    r->bytes_read += read;
+    r->bytes_written += written;
+    r->host_ns = now_ns() - r->host_start_ns;
+    r->done = 1;
     Py_RETURN_NONE;
 }
 
@@ -419,6 +663,17 @@ static PyMethodDef Timer_methods[] = {
     {"_raw_records", Timer_raw_records, METH_NOARGS, FM_DOC_TIMER_RECORDS},
     {"reset", Timer_reset, METH_NOARGS, FM_DOC_TIMER_RESET},
     {"_host_call", Timer_host_call, METH_VARARGS, FM_DOC_TIMER_HOST_CALL},
+    {"_decoder_call", Timer_decoder_call, METH_VARARGS,
+     "_decoder_call($self, name, start_ns, host_ns, shape, activity, session, /)\n--\n\n"
+     "_host_call for a decoder: `activity` names its engine (\"NVDEC\"), `session` its\n"
+     "session (-1: the calling thread's); a session's record is never nested."},
+    {"_gpu_begin", (PyCFunction)(void (*)(void))Timer_gpu_begin, METH_VARARGS | METH_KEYWORDS,
+     "_gpu_begin($self, name, activity, stream, shape, /, *, session=-1, host_start_ns=None)"
+     "\n--\n\nStarts a GPU-timed record of work about to be queued on `stream` (a decoder's "
+     "output copy); returns its index for _gpu_end."},
+    {"_gpu_end", (PyCFunction)(void (*)(void))Timer_gpu_end, METH_VARARGS | METH_KEYWORDS,
+     "_gpu_end($self, index, /, *, stream, bytes_read=0, bytes_written=0)\n--\n\n"
+     "Ends the GPU window of record `index` after the work queued on `stream`."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -39,6 +39,7 @@ int fm_upload(fm_state *st, fm_GpuMat *dst, const fm_host_image *src, fm_Stream 
     }
     if (fm_call_gpu_end(st, call) < 0)
         goto done;
+    fm_call_bytes(call, (int64_t)(row_bytes * dst->shape.height), (int64_t)(row_bytes * dst->shape.height));
     rc = fm_keepalive_add(st, stream, keep);
 done:
     Py_DECREF(buffer);
@@ -110,6 +111,7 @@ PyObject *fm_download(fm_state *st, fm_GpuMat *src, const fm_host_image *dst, in
                 || fm_keepalive_add(st, stream, result) < 0))
             goto error;
     }
+    fm_call_bytes(call, (int64_t)(row_bytes * s->height), (int64_t)(row_bytes * s->height));
     if (err != cudaSuccess) {
         fm_cuda_error(st, err, "downloading a %dx%dx%d image", s->height, s->width, s->channels);
         goto error;

@@ -165,7 +165,7 @@ def test_cuda_array_interface_entries_stay_alive_while_their_code_runs(rng, stre
     class Producer:
         @property
         def __cuda_array_interface__(self):
-            cai = {"shape": [6, 8], "typestr": "|u1", "strides": [8, 1], "version": 3,
+            cai = {"shape": [6, 8], "typestr": "|u1", "strides": [src.pitch, 1], "version": 3,
                    "stream": None}
             cai["data"] = [src.ptr, Flag(cai)]
             return cai

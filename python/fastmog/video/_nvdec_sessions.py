@@ -25,9 +25,11 @@ and of at most one later one.
 Open GOPs (HEVC CRA pictures whose leading pictures refer to the previous
 GOP) are not cut: such a stream decodes as one segment, in one session.
 """
+import contextlib
 import ctypes
 import queue
 import threading
+import time
 
 import numpy as np
 
@@ -116,15 +118,21 @@ class _Session(threading.Thread):
         slot = self._slot()
         if slot.used:
             s.wait(slot.done)                # the caller's work on the old frame comes first
-        planes = frame.cuda()
-        for plane, dst, rows in ((planes[0], slot.y, r.height), (planes[1], slot.uv, r.height // 2)):
-            cai = plane.__cuda_array_interface__
-            strides = cai.get("strides")
-            src = _fastmog.asgpumat(DevicePointer(cai["data"][0], (rows, r.width),
-                                                  pitch=int(strides[0]) if strides else None,
-                                                  owner=plane, readonly=True), stream=s)
-            src.copy_to(dst, stream=s)
-            src.close()
+        shape, size = (r.height * 3 // 2, r.width, 1), r.height * r.width * 3 // 2
+        # the output copy on the session's stream is the decoder's GPU work on the timeline
+        with (r.timer.gpu_span("VideoReader.decode", "NVDEC output copy", s, shape,
+                               session=self.number, bytes_read=size, bytes_written=size)
+              if r.timer is not None else contextlib.nullcontext()):
+            planes = frame.cuda()
+            for plane, dst, rows in ((planes[0], slot.y, r.height),
+                                     (planes[1], slot.uv, r.height // 2)):
+                cai = plane.__cuda_array_interface__
+                strides = cai.get("strides")
+                src = _fastmog.asgpumat(DevicePointer(cai["data"][0], (rows, r.width),
+                                                      pitch=int(strides[0]) if strides else None,
+                                                      owner=plane, readonly=True), stream=s)
+                src.copy_to(dst, stream=s)
+                src.close()
         slot.ready.record(stream=s)
         self.out.put((slot, frame.getPTS()))
 
@@ -157,14 +165,19 @@ class _Session(threading.Thread):
             decoder = None
 
     def _decode(self, decoder, packet, index):
-        if self.reader.stopping.is_set():
+        r = self.reader
+        if r.stopping.is_set():
             raise _Stopped
+        start = time.perf_counter_ns()       # the Timer's clock
         try:
             return decoder.Decode(packet)
         except Exception as e:
-            r = self.reader
             raise DecodeError(f"{r.source}: NVDEC failed near frame {index} ({r.codec} "
                               f"{r.width}x{r.height}): {e}", frame_index=index) from None
+        finally:
+            if r.timer is not None:
+                r.timer._decoder_call("VideoReader.decode", start, time.perf_counter_ns() - start,
+                                      (r.height * 3 // 2, r.width, 1), "NVDEC", self.number)
 
     def close(self):
         self.join()
@@ -183,7 +196,8 @@ class ParallelNvdecDecoder:
 
     name = "nvdec"
 
-    def __init__(self, source, stream, device, open_timeout, sessions):
+    def __init__(self, source, stream, device, open_timeout, sessions, timer=None):
+        self.timer = timer                   # each session records its decodes and copies here
         self.probe = NvdecDecoder(source, stream, device, open_timeout, decoder=False)
         p = self.probe
         self.nvc, self.source, self.device, self.stream = p.nvc, source, device, stream

@@ -184,8 +184,9 @@ class VideoReader:
         if device is not None and device != stream.device:
             raise ValueError(f"device={device} but the stream is on device {stream.device}")
         if sessions > 1:
-            decoder = ParallelNvdecDecoder(self.source, stream, stream.device, open_timeout,
-                                           sessions)
+            decoder = ParallelNvdecDecoder(
+                self.source, stream, stream.device, open_timeout, sessions,
+                timer=self.timer if self.timer is not None else _fastmog.active_timer())
         else:
             decoder = NvdecDecoder(self.source, stream, stream.device, open_timeout)
         frames = decoder.frames()
@@ -259,11 +260,12 @@ class VideoReader:
         finally:
             if nvtx:
                 _fastmog._nvtx_pop()
-        record = getattr(timer, "_host_call", None)
+        record = getattr(timer, "_decoder_call", None)
         if record is not None:
             channels = 1 if self.grey or decoder.name == "nvdec" else 3
             record("VideoReader.decode", start, time.perf_counter_ns() - start,
-                   (decoder.height, decoder.width, channels))
+                   (decoder.height, decoder.width, channels),
+                   "NVDEC" if decoder.name == "nvdec" else None, -1)
         return item
 
     def __iter__(self):

@@ -1,0 +1,190 @@
+"""fastmog's GPU times beside CUPTI's (torch.profiler) in the same run, for
+upload, apply, apply_batch, download and nv12_to_bgr on 4K frames: a table
+fastmog | CUPTI | difference, the tolerance being 2 % or 3 us, whichever is
+larger. Also what an event pair costs by itself (on an idle and on a busy
+stream), and cProfile in sync mode against CUPTI for calls of 100 us or more.
+
+    python benchmarks/cupti_check.py [--iters 200]
+
+Needs a GPU, torch with CUPTI (torch.profiler) and fastmog built.
+"""
+import cProfile
+import json
+import os
+import pstats
+import sys
+import tempfile
+
+import numpy as np
+
+import fastmog
+
+H, W = 2160, 3840
+
+
+def cupti_durations(run):
+    """Runs `run()` under torch.profiler; {category: [us]} of the GPU
+    activities CUPTI saw, in order: "HtoD", "DtoH", "DtoD", "memset" and
+    each kernel by a short name."""
+    import torch
+    from torch.profiler import ProfilerActivity, profile
+
+    torch.cuda.init()
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        run()
+    with tempfile.TemporaryDirectory() as d:
+        path = os.path.join(d, "trace.json")
+        prof.export_chrome_trace(path)
+        with open(path) as f:
+            trace = json.load(f)
+    out = {}
+    for e in sorted(trace["traceEvents"], key=lambda e: e.get("ts", 0)):
+        cat, name = e.get("cat", ""), e.get("name", "")
+        if e.get("ph") != "X":
+            continue
+        if cat == "gpu_memcpy":
+            key = "HtoD" if "HtoD" in name else "DtoH" if "DtoH" in name else "DtoD"
+        elif cat == "gpu_memset":
+            key = "memset"
+        elif cat == "kernel":
+            key = next((k for k in ("mog2_apply_kernel", "mog2_cameras_kernel",
+                                    "nv12_to_bgr_kernel", "fill_pattern_kernel") if k in name),
+                       name[:40])
+        else:
+            continue
+        out.setdefault(key, []).append(float(e["dur"]))
+    return out
+
+
+def fastmog_us(timer, name, raw=False):
+    """GPU times of the records called `name`: as the report gives them (the
+    events' window less the measured event latency), or the raw window."""
+    return [(r.gpu_ms_raw if raw and r.gpu_ms_raw is not None else r.gpu_ms) * 1e3
+            for r in timer.records if r.name == name and r.gpu_ms is not None]
+
+
+def mean(v):
+    return sum(v) / len(v) if v else float("nan")
+
+
+def event_pair_us(stream, busy_with=None, n=50):
+    """Median time between two events recorded back to back on `stream`,
+    after `busy_with()` (queued work keeping the stream busy) or on an idle
+    stream."""
+    times = []
+    for _ in range(n):
+        a, b = fastmog.Event(), fastmog.Event()
+        if busy_with is not None:
+            busy_with()
+        else:
+            stream.synchronize()
+        stream.record(a)
+        stream.record(b)
+        b.synchronize()
+        times.append(a.elapsed_time(b) * 1e3)
+    return sorted(times)[n // 2]
+
+
+def main():
+    iters = int(sys.argv[sys.argv.index("--iters") + 1]) if "--iters" in sys.argv else 200
+    rng = np.random.default_rng(1)
+    s = fastmog.Stream()
+    host = fastmog.pinned_empty((H, W, 3), np.uint8)
+    host[...] = rng.integers(0, 255, host.shape, dtype=np.uint8)
+    out = fastmog.pinned_empty((H, W), np.uint8)
+    frame = fastmog.GpuMat((H, W, 3), np.uint8)
+    sub = fastmog.BackgroundSubtractorMOG2()
+    batch = [fastmog.GpuMat.from_array(host, stream=s) for _ in range(8)]
+    masks = [fastmog.GpuMat((H, W), np.uint8) for _ in range(8)]
+    sub_b = fastmog.BackgroundSubtractorMOG2()
+    nv12 = fastmog.GpuMat.from_array(rng.integers(0, 255, (H * 3 // 2, W), dtype=np.uint8),
+                                     stream=s)
+    bgr = fastmog.GpuMat((H, W, 3), np.uint8)
+
+    def loop(timer, n):
+        for _ in range(n):
+            frame.upload(host, stream=s, timer=timer)
+            mask = sub.apply(frame, stream=s, timer=timer)
+            mask.download(out, stream=s, timer=timer)
+
+    def batches(timer, n):
+        for _ in range(n):
+            sub_b.apply_batch(batch, stream=s, fgmasks=masks, timer=timer)
+        s.synchronize()
+
+    def convert(timer, n):
+        for _ in range(n):
+            fastmog.nv12_to_bgr(nv12, stream=s, out=bgr, timer=timer)
+        s.synchronize()
+
+    # warm up: models built, pools filled, kernels loaded
+    loop(None, 20)
+    batches(None, 5)
+    convert(None, 20)
+
+    rows = []
+    t = fastmog.Timer(nvtx=False)
+    cupti = cupti_durations(lambda: loop(t, iters))
+    for label, name, key in (("upload 4K BGR", "GpuMat.upload", "HtoD"),
+                             ("apply 4K BGR", "BackgroundSubtractorMOG2.apply",
+                              "mog2_apply_kernel"),
+                             ("download 4K mask", "GpuMat.download", "DtoH")):
+        rows.append((label, fastmog_us(t, name), fastmog_us(t, name, True), cupti.get(key, [])))
+    t = fastmog.Timer(nvtx=False)
+    cupti = cupti_durations(lambda: batches(t, max(iters // 4, 10)))
+    rows.append(("apply_batch 8x4K", fastmog_us(t, "BackgroundSubtractorMOG2.apply_batch"),
+                 fastmog_us(t, "BackgroundSubtractorMOG2.apply_batch", True),
+                 cupti.get("mog2_apply_kernel", [])))
+    t = fastmog.Timer(nvtx=False)
+    cupti = cupti_durations(lambda: convert(t, iters))
+    rows.append(("nv12_to_bgr 4K", fastmog_us(t, "nv12_to_bgr"), fastmog_us(t, "nv12_to_bgr", True),
+                 cupti.get("nv12_to_bgr_kernel", [])))
+
+    idle = event_pair_us(s)
+    busy = event_pair_us(s, lambda: sub_b.apply_batch(batch, stream=s, fgmasks=masks))
+    print(f"fastmog {fastmog.__file__} on {fastmog.device_properties()['name']}")
+    print(f"empty event pair: idle stream {idle:.2f} us, busy stream {busy:.2f} us")
+    from fastmog import _profile_probes
+    bias = _profile_probes.event_bias(s.device) or {}
+    print("event latency taken off (us), by (operation before, operation): "
+          + ", ".join(f"{b}->{k} {v * 1e3:.2f}" for (b, k), v in sorted(bias.items())))
+    print(f"{'operation':18s} {'n':>11} {'fastmog us':>11} {'CUPTI us':>10} {'diff us':>9} "
+          f"{'diff %':>7} {'raw us':>9} {'raw diff':>9}  within 2 % or 3 us")
+    ok = True
+    for name, ours, raw, theirs in rows:
+        a, b, r = mean(ours), mean(theirs), mean(raw)
+        diff = a - b
+        tol = max(0.02 * b, 3.0)
+        good = abs(diff) <= tol
+        ok &= good
+        print(f"{name:18s} {len(ours):5d}/{len(theirs):<5d} {a:10.2f} {b:10.2f} {diff:+9.2f} "
+              f"{100 * diff / b:+6.2f}% {r:9.2f} {r - b:+9.2f}  {'yes' if good else 'NO'}")
+
+    # cProfile in sync mode: each call returns when its work is done
+    t = fastmog.Timer(sync=True, nvtx=False)
+    pr = cProfile.Profile()
+    holder = {}
+
+    def profiled():
+        pr.enable()
+        loop(t, iters)
+        pr.disable()
+
+    holder["cupti"] = cupti_durations(profiled)
+    stats = pstats.Stats(pr)
+    print("cProfile, sync mode (per call, us):")
+    for method, key in (("upload", "HtoD"), ("apply", "mog2_apply_kernel"),
+                        ("download", "DtoH")):
+        hits = [(v[1], v[3]) for (file, line, fn), v in stats.stats.items()
+                if fn.startswith(f"<method '{method}' of 'fastmog.")]
+        if not hits:
+            continue
+        calls, cum = hits[0]
+        per = cum / calls * 1e6
+        c = mean(holder["cupti"].get(key, []))
+        print(f"  {method:9s} cProfile {per:9.2f}  CUPTI {c:9.2f}  {100 * (per - c) / c:+6.2f}%")
+    print("ALL WITHIN TOLERANCE" if ok else "SOME OUTSIDE TOLERANCE")
+
+
+if __name__ == "__main__":
+    main()

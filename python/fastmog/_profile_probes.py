@@ -1,0 +1,276 @@
+"""What the report compares a profile with: the bandwidth ceilings of this
+process's GPU (measured once per device, lazily) and NVML's utilization
+samples taken while a profile runs (when the driver's NVML is present)."""
+from __future__ import annotations
+
+import ctypes
+import threading
+import time
+
+import numpy as np
+
+from ._profile_analysis import Ceilings
+
+_MIB64 = (4096, 16384)              # a 64 MiB uint8 image
+_cache: dict[int, Ceilings] = {}
+_injected: dict[int, Ceilings] = {}
+
+
+def set_ceilings(ceilings: Ceilings | None, device: int = 0) -> None:
+    """Uses `ceilings` for `device` instead of measuring (None: measure)."""
+    if ceilings is None:
+        _injected.pop(device, None)
+    else:
+        _injected[device] = ceilings
+
+
+def _measure(device: int) -> Ceilings:
+    from . import _fastmog
+
+    s = _fastmog.Stream(device=device)
+    host = _fastmog.pinned_empty(_MIB64, np.uint8)
+    host[...] = 1
+    a = _fastmog.GpuMat(_MIB64, np.uint8, device=device)
+    b = _fastmog.GpuMat(_MIB64, np.uint8, device=device)
+    start = _fastmog.Event(device=device)
+    end = _fastmog.Event(device=device)
+    nbytes = host.nbytes
+
+    def best(op):
+        times = []
+        for _ in range(4):
+            s.record(start)
+            op()
+            s.record(end)
+            end.synchronize()
+            times.append(start.elapsed_time(end) / 1e3)
+        return min(times[1:])
+
+    try:
+        h2d = nbytes / best(lambda: a.upload(host, stream=s)) / 1e9
+        d2h = nbytes / best(lambda: a.download(host, stream=s, blocking=False)) / 1e9
+        d2d = 2 * nbytes / best(lambda: a.copy_to(b, stream=s)) / 1e9
+    finally:
+        s.synchronize()
+        a.close()
+        b.close()
+        s.close()
+    return Ceilings(h2d=h2d, d2h=d2h, device=d2d, source="measured")
+
+
+def ceilings(device: int = 0) -> Ceilings | None:
+    """PCIe each way (a pinned 64 MiB copy) and device memory (a 64 MiB
+    device-to-device copy), measured once per process and device, in a
+    thread of its own so no active profile records it. None without a GPU."""
+    if device in _injected:
+        return _injected[device]
+    if device in _cache:
+        return _cache[device]
+    result: dict = {}
+
+    def run():
+        try:
+            result["value"] = _measure(device)
+        except Exception as e:              # no GPU, no memory: the report says so
+            result["error"] = e
+
+    worker = threading.Thread(target=run, name="fastmog ceilings")
+    worker.start()
+    worker.join()
+    if "value" not in result:
+        return None
+    _cache[device] = result["value"]
+    return _cache[device]
+
+
+# ---- NVML -----------------------------------------------------------------------
+
+class _Utilization(ctypes.Structure):
+    _fields_ = [("gpu", ctypes.c_uint), ("memory", ctypes.c_uint)]
+
+
+def _load_nvml():
+    """NVML of the driver, loaded at run time; (library, None) or (None, why)."""
+    try:
+        lib = ctypes.CDLL("libnvidia-ml.so.1")
+    except OSError as e:
+        return None, f"libnvidia-ml.so.1 not loadable ({e})"
+    try:
+        if lib.nvmlInit_v2() != 0:
+            return None, "nvmlInit failed"
+    except AttributeError:
+        return None, "libnvidia-ml.so.1 has no nvmlInit_v2"
+    return lib, None
+
+
+class NvmlSampler:
+    """Samples SM and decoder utilization of one GPU every `period` seconds
+    in a daemon thread while a profile runs. `absent` says why there are no
+    samples when NVML cannot be used."""
+
+    def __init__(self, device: int = 0, period: float = 0.02):
+        self.device, self.period = device, period
+        self.samples: list[tuple[float, int, int]] = []   # (time, SM %, decoder %)
+        self.absent: str | None = None
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._lib = None
+        self._handle = ctypes.c_void_p()
+
+    def start(self) -> "NvmlSampler":
+        lib, why = _load_nvml()
+        if lib is None:
+            self.absent = why
+            return self
+        if lib.nvmlDeviceGetHandleByIndex_v2(self.device, ctypes.byref(self._handle)) != 0:
+            self.absent = f"NVML does not know device {self.device}"
+            return self
+        self._lib = lib
+        self._thread = threading.Thread(target=self._run, name="fastmog NVML", daemon=True)
+        self._thread.start()
+        return self
+
+    def _run(self):
+        lib, handle = self._lib, self._handle
+        util, dec, period = _Utilization(), ctypes.c_uint(), ctypes.c_uint()
+        while not self._stop.is_set():
+            if lib.nvmlDeviceGetUtilizationRates(handle, ctypes.byref(util)) == 0:
+                d = -1
+                if lib.nvmlDeviceGetDecoderUtilization(handle, ctypes.byref(dec),
+                                                       ctypes.byref(period)) == 0:
+                    d = int(dec.value)
+                self.samples.append((time.perf_counter(), int(util.gpu), d))
+            self._stop.wait(self.period)
+
+    def stop(self) -> dict:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join()
+        return self.summary()
+
+    def summary(self) -> dict:
+        if not self.samples:
+            return {"absent": self.absent or "no samples"}
+        sm = [s[1] for s in self.samples]
+        dec = [s[2] for s in self.samples if s[2] >= 0]
+        return {"samples": len(self.samples), "sm_percent": sum(sm) / len(sm),
+                "decoder_percent": sum(dec) / len(dec) if dec else None}
+
+
+# ---- the latency of event timing ------------------------------------------------
+
+_bias: dict[int, dict] = {}
+
+
+def _kind(activity):
+    act = activity or ""
+    if act == "memcpy HtoD":
+        return "HtoD"
+    if act == "memcpy DtoH":
+        return "DtoH"
+    if act.startswith("kernel") or act == "memset":
+        return "kernel"
+    return None
+
+
+def _measure_bias(device: int) -> dict:
+    """{(before, kind): ms} the window of a near-empty operation of `kind`
+    ("kernel", "HtoD", "DtoH") timed by the Timer on a stream, right after an
+    operation of kind `before` ("idle": the stream had nothing queued). CUDA
+    events bracket the op with the GPU's own latency (the launch or the
+    engine switch after the start event, the flush before the end event):
+    this is what a window holds beyond the op, minus a tiny op's true time
+    (about a microsecond)."""
+    from . import _fastmog
+    from ._timing import Timer
+
+    s = _fastmog.Stream(device=device)
+    big = _fastmog.GpuMat((8192, 8192, 3), np.uint8, device=device)
+    tiny = _fastmog.GpuMat((1, 1, 3), np.uint8, device=device)
+    host_in = _fastmog.pinned_empty((1, 16), np.uint8)
+    host_out = _fastmog.pinned_empty((1, 16), np.uint8)
+    small = _fastmog.GpuMat((1, 16), np.uint8, device=device)
+    t = Timer(nvtx=False)
+    t.calibrate = False
+    ops = {"kernel": lambda timer: tiny.fill((1, 2, 3), stream=s, timer=timer),
+           "HtoD": lambda timer: small.upload(host_in, stream=s, timer=timer),
+           "DtoH": lambda timer: small.download(host_out, stream=s, blocking=False,
+                                                timer=timer)}
+    out = {}
+    try:
+        for kind, op in ops.items():
+            for before in ("idle", "kernel", "HtoD", "DtoH"):
+                windows = []
+                for _ in range(15):
+                    t.reset()
+                    if before == "idle":
+                        s.synchronize()
+                    else:
+                        big.fill((1, 2, 3), stream=s)     # keeps the stream busy meanwhile
+                        ops[before](None)
+                    op(t)
+                    s.synchronize()
+                    windows.append(t.records[-1].gpu_ms)
+                out[(before, kind)] = sorted(windows)[len(windows) // 2]
+    finally:
+        s.synchronize()
+        for m in (big, tiny, small):
+            m.close()
+        s.close()
+    return out
+
+
+def event_bias(device: int = 0) -> dict | None:
+    """The measured latency of event timing per transition (see
+    _measure_bias), once per process and device; None without a GPU."""
+    if device in _bias:
+        return _bias[device]
+    result: dict = {}
+
+    def run():
+        try:
+            result["value"] = _measure_bias(device)
+        except Exception as e:
+            result["error"] = e
+
+    worker = threading.Thread(target=run, name="fastmog event bias")
+    worker.start()
+    worker.join()
+    if "value" not in result:
+        return None
+    _bias[device] = result["value"]
+    return _bias[device]
+
+
+def corrected(records, bias_of=event_bias):
+    """The records with each GPU window less the event latency measured for
+    its transition (the previous op on its stream, or an idle stream); the
+    raw time stays in gpu_ms_raw."""
+    import dataclasses
+
+    # each GPU record's predecessor on its stream, in GPU order (a nested
+    # upload runs before the call that holds it)
+    previous: dict[int, object] = {}
+    by_stream: dict[int, list] = {}
+    for r in records:
+        if r.gpu_ms is not None and r.gpu_start is not None and r.activity != "wait":
+            by_stream.setdefault(r.stream, []).append(r)
+    for rs in by_stream.values():
+        rs.sort(key=lambda r: r.gpu_start)
+        for a, b in zip(rs, rs[1:]):
+            previous[b.index] = a
+    out = []
+    for r in records:
+        kind = _kind(r.activity)
+        if r.gpu_ms is None or kind is None or r.device < 0:
+            out.append(r)
+            continue
+        bias = bias_of(r.device)
+        prev = previous.get(r.index)
+        before = "idle"
+        if prev is not None and r.gpu_start - prev.gpu_end < 3e-6:
+            before = _kind(prev.activity) or "kernel"
+        cut = bias.get((before, kind), 0.0) if bias else 0.0
+        ms = max(r.gpu_ms - cut, 0.5 * r.gpu_ms)
+        out.append(dataclasses.replace(r, gpu_ms=ms, gpu_ms_raw=r.gpu_ms))
+    return out

@@ -1,0 +1,141 @@
+"""The timer on the GPU: a call's GPU window is its own work, the time its
+stream waited on other streams is recorded apart with what it was behind,
+host waits are charged to their root cause, records carry their bytes, and
+Python code (a decoder) adds GPU-timed records."""
+import numpy as np
+import pytest
+
+import fastmog
+from fastmog import _profile_analysis as pa
+
+pytestmark = pytest.mark.gpu
+
+H, W = 1080, 1920
+
+
+def test_a_wait_behind_another_stream_is_queued_time_not_the_kernels(rng):
+    producer, consumer = fastmog.Stream(), fastmog.Stream()
+    # 20 copies of 100 MB: far longer than the host takes to queue them
+    big = fastmog.GpuMat.from_array(rng.integers(0, 255, (16 * H, W, 3), dtype=np.uint8),
+                                    stream=producer)
+    copy = fastmog.GpuMat(big.shape, np.uint8)
+    frame = fastmog.GpuMat.from_array(rng.integers(0, 255, (H, W), dtype=np.uint8),
+                                      stream=consumer)
+    sub = fastmog.BackgroundSubtractorMOG2()
+    sub.apply(frame, stream=consumer)
+    consumer.synchronize()
+    ready = fastmog.Event(timing=False)
+    with fastmog.profile(nvml=False) as t:
+        for _ in range(20):                       # a long producer
+            big.copy_to(copy, stream=producer)
+        producer.record(ready)
+        consumer.wait(ready)
+        sub.apply(frame, stream=consumer)
+        consumer.synchronize()
+    records = t.records
+    wait = next(r for r in records if r.name == "Stream.wait")
+    apply = next(r for r in records if r.name == "BackgroundSubtractorMOG2.apply")
+    copies = [r for r in records if r.name == "GpuMat.copy_to"]
+    assert wait.activity == "wait" and wait.behind == copies[-1].index
+    prof = pa.Profile(records)
+    queued = prof.queued_ms(apply)
+    assert queued > 0.5 * sum(c.gpu_ms for c in copies[1:])
+    # the kernel's own window is no longer than the same kernel unqueued
+    with fastmog.profile(nvml=False) as alone:
+        for _ in range(5):
+            sub.apply(frame, stream=consumer)
+        consumer.synchronize()
+    plain = min(r.gpu_ms for r in alone.records if r.name == apply.name)
+    assert apply.gpu_ms < 1.5 * plain + 0.02
+    assert "GpuMat.copy_to" in prof.host_causes()["Stream.synchronize"][0]
+
+
+def test_a_download_behind_an_apply_behind_a_decode_is_charged_to_the_decode(rng):
+    decoder, s = fastmog.Stream(), fastmog.Stream()
+    nv12 = fastmog.GpuMat.from_array(rng.integers(0, 255, (4 * H, W, 3), dtype=np.uint8),
+                                     stream=decoder)
+    slot = fastmog.GpuMat(nv12.shape, np.uint8)
+    frame = fastmog.GpuMat.from_array(rng.integers(0, 255, (H, W), dtype=np.uint8), stream=s)
+    out = fastmog.pinned_empty((H, W), np.uint8)
+    sub = fastmog.BackgroundSubtractorMOG2()
+    sub.apply(frame, stream=s)
+    s.synchronize()
+    ready = fastmog.Event(timing=False)
+    with fastmog.profile(nvml=False) as t:
+        with t.gpu_span("VideoReader.decode", "NVDEC output copy", decoder, (4 * H, W, 3),
+                        session=0, bytes_read=nv12.nbytes):
+            for _ in range(20):
+                nv12.copy_to(slot, stream=decoder)
+        ready.record(stream=decoder)
+        s.wait(ready)
+        sub.apply(frame, stream=s).download(out, stream=s)
+    records = t.records
+    decode = next(r for r in records if r.name == "VideoReader.decode")
+    assert decode.session == 0 and decode.activity == "NVDEC output copy"
+    assert decode.gpu_ms is not None and decode.gpu_ms > 0
+    roots, _ = pa.Profile(records).host_causes()["GpuMat.download"]
+    assert max(roots, key=roots.get) == "VideoReader.decode (NVDEC)"
+    assert "waiting on VideoReader.decode (NVDEC)" in t.report()
+
+
+@pytest.mark.parametrize("c", [1, 3, 4])
+def test_gpu_records_carry_their_bytes(rng, c):
+    s = fastmog.Stream()
+    shape = (H // 4, W // 4) if c == 1 else (H // 4, W // 4, c)
+    host = rng.integers(0, 255, shape, dtype=np.uint8)
+    h, w = shape[:2]
+    sub = fastmog.BackgroundSubtractorMOG2()
+    with fastmog.profile(nvml=False) as t:
+        m = fastmog.GpuMat.from_array(host, stream=s)
+        sub.apply(m, stream=s).download(stream=s)
+        sub.apply_batch([m] * 5, stream=s)
+        fastmog.apply_cameras([sub, fastmog.BackgroundSubtractorMOG2()], [m, m], stream=s)
+        s.synchronize()
+    by = {r.name: r for r in t.records}
+    frame = h * w * c
+    assert (by["GpuMat.upload"].bytes_read, by["GpuMat.upload"].bytes_written) == (frame, frame)
+    assert by["GpuMat.download"].bytes_read == h * w
+    one = fastmog._fastmog._mog2_bytes(h, w, c, False, 5, 1)
+    five = fastmog._fastmog._mog2_bytes(h, w, c, False, 5, 5)
+    cam = fastmog._fastmog._mog2_bytes(h, w, c, False, 5, 1, per_pass=1)
+    rec = by["BackgroundSubtractorMOG2.apply"]
+    assert (rec.bytes_read, rec.bytes_written) == one
+    rec = by["BackgroundSubtractorMOG2.apply_batch"]
+    assert (rec.bytes_read, rec.bytes_written) == five
+    rec = by["apply_cameras"]
+    assert (rec.bytes_read, rec.bytes_written) == (2 * cam[0], 2 * cam[1])
+
+
+def test_a_long_profile_reuses_its_events(rng):
+    s = fastmog.Stream()
+    frame = fastmog.GpuMat.from_array(rng.integers(0, 255, (64, 64), dtype=np.uint8), stream=s)
+    sub = fastmog.BackgroundSubtractorMOG2()
+    with fastmog.profile(nvml=False) as t:
+        for i in range(3000):
+            sub.apply(frame, stream=s)
+            if i % 100 == 0:
+                s.synchronize()
+        s.synchronize()
+    records = t.records
+    assert len(records) == 3000 + 31
+    applies = [r for r in records if r.name.endswith(".apply")]
+    assert all(r.gpu_ms is not None and 0 <= r.gpu_ms < 50 for r in applies)
+    starts = [r.gpu_start for r in applies]
+    assert starts == sorted(starts)
+
+
+def test_report_has_engines_bandwidth_and_a_verdict(rng):
+    s = fastmog.Stream()
+    host = fastmog.pinned_empty((H, W, 3), np.uint8)
+    host[...] = 7
+    sub = fastmog.BackgroundSubtractorMOG2()
+    with fastmog.profile() as t:
+        for _ in range(10):
+            m = fastmog.GpuMat.from_array(host, stream=s)
+            sub.apply(m, stream=s).download(stream=s)
+    text = t.report()
+    assert "Engines (busy fraction" in text and "Bandwidth (fastmog's byte count" in text
+    assert "GB/s" in text and text.splitlines()[-1].startswith("verdict: bound by ")
+    assert "NVML" in text
+    trace = t.to_chrome_trace()
+    assert any(e.get("tid") == pa.H2D for e in trace["traceEvents"])
