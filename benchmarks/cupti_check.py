@@ -144,7 +144,7 @@ def main():
     busy = event_pair_us(s, lambda: sub_b.apply_batch(batch, stream=s, fgmasks=masks))
     print(f"fastmog {fastmog.__file__} on {fastmog.device_properties()['name']}")
     print(f"empty event pair: idle stream {idle:.2f} us, busy stream {busy:.2f} us")
-    from fastmog import _profile_probes
+    from fastmog.profiling import _probes as _profile_probes
     bias = _profile_probes.event_bias(s.device) or {}
     print("event latency taken off (us), by (operation before, operation): "
           + ", ".join(f"{b}->{k} {v * 1e3:.2f}" for (b, k), v in sorted(bias.items())))

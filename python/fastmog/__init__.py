@@ -36,7 +36,7 @@ from ._fastmog import (
 from ._fastmog import active_timer, nvtx_enabled, set_nvtx
 from ._device_pointer import DevicePointer
 from ._diagnose import diagnose
-from ._timing import CallRecord, Timer, nvtx_range, profile
+from .profiling import CallRecord, Timer, nvtx_range, profile
 from ._pipeline import pipeline
 from .video import DecodeError, VideoFrame, VideoReader
 from ._display import Image

@@ -96,7 +96,7 @@ if pytest_benchmark is not None:
             self.extra_info = benchmark.extra_info
 
         def _timed(self, fn, sync):
-            from ._timing import Timer, profile
+            from .profiling import Timer, profile
 
             timer = Timer(sync=sync)
             rounds = []

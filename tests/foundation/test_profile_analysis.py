@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 
 import fastmog
-from fastmog import _profile_analysis as pa
-from fastmog import _profile_view as pv
-from fastmog._timing import CallRecord
+from fastmog.profiling import _analysis as pa
+from fastmog.profiling import _view as pv
+from fastmog.profiling import CallRecord
 
 MS = 1e-3
 CEIL = pa.Ceilings(h2d=25.0, d2h=25.0, device=3000.0, source="injected")
@@ -316,7 +316,7 @@ def test_html_is_a_table_and_a_picture_or_the_table_alone():
 
 
 def test_event_latency_is_taken_off_per_transition():
-    from fastmog import _profile_probes
+    from fastmog.profiling import _probes as _profile_probes
 
     b = Builder()
     b.add("GpuMat.upload", "memcpy HtoD", stream=1, host=(0, 0.01), gpu=(0.0, 0.5))

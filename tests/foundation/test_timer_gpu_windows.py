@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import fastmog
-from fastmog import _profile_analysis as pa
+from fastmog.profiling import _analysis as pa
 
 pytestmark = pytest.mark.gpu
 

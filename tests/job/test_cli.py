@@ -503,7 +503,7 @@ def test_a_trace_on_a_full_disk_leaves_no_file(tmp_path, monkeypatch, capsys):
     import errno
 
     from cli_helpers import run_in_process
-    from fastmog import _timing
+    from fastmog.profiling import _timer as _timing
 
     def full(self, path):
         with open(path, "w"):             # created, then the disk is full

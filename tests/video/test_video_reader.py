@@ -233,12 +233,14 @@ def test_silent_source_open_stops_on_ctrl_c(fifo):
 
 
 class RecordingTimer(fastmog.Timer):
-    """Stands in for the C Timer's _host_call (see the report in issue 11)."""
+    """Stands in for the C Timer's _decoder_call, the reader's one record of
+    each decode (its engine and session beside the host time)."""
 
     def __init__(self, *args, **kwargs):
         self.calls = []
 
-    def _host_call(self, name, start_ns, host_ns, shape):
+    def _decoder_call(self, name, start_ns, host_ns, shape, activity, session):
+        assert (activity, session) == (None, -1)      # a host decode, no NVDEC session
         self.calls.append((name, start_ns, host_ns, shape))
 
 

@@ -13,7 +13,7 @@ import os
 import sys
 
 from .. import _fastmog
-from .._timing import Timer
+from ..profiling import Timer
 from . import _checks, _cvio, _loop, _multi, _signals, _sources, _writers
 from ._errors import EXIT_OK, EXIT_SHORT, EXIT_USAGE, UserError, shown
 from ._options import build_parser, distributed, mog2_kwargs, source_options

@@ -14,7 +14,8 @@ import dataclasses
 import functools
 import json
 
-from . import _fastmog, _profile_analysis
+from .. import _fastmog
+from . import _analysis, _probes, _view
 
 
 @dataclasses.dataclass(frozen=True)
@@ -105,7 +106,7 @@ class Timer(_fastmog._Timer):
 
     nvml: dict | None = None          # NVML's summary of the last profile() block
     # GPU windows less the latency of event timing, measured once per process
-    # and device for each transition (fastmog._profile_probes.event_bias)
+    # and device for each transition (fastmog._probes.event_bias)
     calibrate = True
 
     @property
@@ -116,20 +117,18 @@ class Timer(_fastmog._Timer):
         process); gpu_ms_raw keeps the window."""
         records = _records(self._raw_records())
         if self.calibrate and any(r.gpu_ms is not None and r.device >= 0 for r in records):
-            from . import _profile_probes
-            records = _profile_probes.corrected(records)
+            records = _probes.corrected(records)
         return records
 
     def analysis(self, records=None, ceilings=None):
-        """The records analysed (fastmog._profile_analysis.Profile). Ceilings
+        """The records analysed (fastmog._analysis.Profile). Ceilings
         are measured once per process where there is GPU work, unless given."""
         records = self.records if records is None else records
         if ceilings is None:
             devices = [r.device for r in records if r.gpu_ms is not None and r.device >= 0]
             if devices:
-                from . import _profile_probes
-                ceilings = _profile_probes.ceilings(devices[0])
-        return _profile_analysis.Profile(records, ceilings, self.nvml)
+                    ceilings = _probes.ceilings(devices[0])
+        return _analysis.Profile(records, ceilings, self.nvml)
 
     def gpu_activities(self, records=None):
         """{(activity, call name): [GPU ms, ...]} for calls with GPU work of
@@ -145,7 +144,7 @@ class Timer(_fastmog._Timer):
         a wait for a call that was itself queued behind other work (a decode)
         is charged to that work, following the chain."""
         records = self.records if records is None else records
-        causes = _profile_analysis.Profile(records).host_causes()
+        causes = _analysis.Profile(records).host_causes()
         groups = {}
         for r in records:
             host, waited = groups.setdefault(r.name, ([], [0.0]))
@@ -223,9 +222,8 @@ class Timer(_fastmog._Timer):
         return self.report()
 
     def _repr_html_(self):
-        from . import _profile_view
         prof = self.analysis()
-        return _profile_view.html(prof, self.report(prof.ceilings))
+        return _view.html(prof, self.report(prof.ceilings))
 
     def to_chrome_trace(self, path=None):
         """The calls as Chrome trace / Perfetto JSON: the host thread, each
@@ -233,8 +231,7 @@ class Timer(_fastmog._Timer):
         own, queued windows named for what they were behind, and flow arrows
         from each host wait to its root cause. Returns the dict; writes it to
         `path` if given."""
-        from . import _profile_view
-        trace = _profile_view.chrome_trace(_profile_analysis.Profile(self.records))
+        trace = _view.chrome_trace(_analysis.Profile(self.records))
         if path is not None:
             with open(path, "w") as f:
                 json.dump(trace, f)
@@ -307,8 +304,7 @@ def profile(sync=False, nvtx=True, timer=None, nvml=True):
     t = Timer(sync=sync, nvtx=nvtx) if timer is None else timer
     sampler = None
     if nvml:
-        from ._profile_probes import NvmlSampler
-        sampler = NvmlSampler().start()
+        sampler = _probes.NvmlSampler().start()
     token = _fastmog._profile_enter(t)
     try:
         yield t

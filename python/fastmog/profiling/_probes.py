@@ -4,12 +4,14 @@ samples taken while a profile runs (when the driver's NVML is present)."""
 from __future__ import annotations
 
 import ctypes
+import dataclasses
 import threading
 import time
 
 import numpy as np
 
-from ._profile_analysis import Ceilings
+from .. import _fastmog
+from ._analysis import Ceilings
 
 _MIB64 = (4096, 16384)              # a 64 MiB uint8 image
 _cache: dict[int, Ceilings] = {}
@@ -25,8 +27,6 @@ def set_ceilings(ceilings: Ceilings | None, device: int = 0) -> None:
 
 
 def _measure(device: int) -> Ceilings:
-    from . import _fastmog
-
     s = _fastmog.Stream(device=device)
     host = _fastmog.pinned_empty(_MIB64, np.uint8)
     host[...] = 1
@@ -181,17 +181,14 @@ def _measure_bias(device: int) -> dict:
     engine switch after the start event, the flush before the end event):
     this is what a window holds beyond the op, minus a tiny op's true time
     (about a microsecond)."""
-    from . import _fastmog
-    from ._timing import Timer
-
     s = _fastmog.Stream(device=device)
     big = _fastmog.GpuMat((8192, 8192, 3), np.uint8, device=device)
     tiny = _fastmog.GpuMat((1, 1, 3), np.uint8, device=device)
     host_in = _fastmog.pinned_empty((1, 16), np.uint8)
     host_out = _fastmog.pinned_empty((1, 16), np.uint8)
     small = _fastmog.GpuMat((1, 16), np.uint8, device=device)
-    t = Timer(nvtx=False)
-    t.calibrate = False
+    # the C base: its raw records are the uncorrected windows (index 11: GPU ms)
+    t = _fastmog._Timer(nvtx=False)
     ops = {"kernel": lambda timer: tiny.fill((1, 2, 3), stream=s, timer=timer),
            "HtoD": lambda timer: small.upload(host_in, stream=s, timer=timer),
            "DtoH": lambda timer: small.download(host_out, stream=s, blocking=False,
@@ -210,7 +207,7 @@ def _measure_bias(device: int) -> dict:
                         ops[before](None)
                     op(t)
                     s.synchronize()
-                    windows.append(t.records[-1].gpu_ms)
+                    windows.append(t._raw_records()[-1][11])
                 out[(before, kind)] = sorted(windows)[len(windows) // 2]
     finally:
         s.synchronize()
@@ -246,8 +243,6 @@ def corrected(records, bias_of=event_bias):
     """The records with each GPU window less the event latency measured for
     its transition (the previous op on its stream, or an idle stream); the
     raw time stays in gpu_ms_raw."""
-    import dataclasses
-
     # each GPU record's predecessor on its stream, in GPU order (a nested
     # upload runs before the call that holds it)
     previous: dict[int, object] = {}

@@ -1,7 +1,7 @@
 """Where people look rather than read: a profile as an HTML table with a
 timeline picture (matplotlib, optional and imported only here), and as a
 Chrome/Perfetto trace with host, stream and engine lanes and flow arrows from
-each wait to its root cause. Pure Python over a _profile_analysis.Profile."""
+each wait to its root cause. Pure Python over an _analysis.Profile."""
 from __future__ import annotations
 
 import base64
@@ -9,7 +9,7 @@ import html as _html
 import importlib
 import io
 
-from . import _profile_analysis as pa
+from . import _analysis as pa
 
 
 def _lanes(prof):
