@@ -121,7 +121,7 @@ class Timer(_fastmog._Timer):
         return records
 
     def analysis(self, records=None, ceilings=None):
-        """The records analysed (fastmog._analysis.Profile). Ceilings
+        """The records analysed (fastmog.profiling._analysis.Profile). Ceilings
         are measured once per process where there is GPU work, unless given."""
         records = self.records if records is None else records
         if ceilings is None:
