@@ -240,7 +240,8 @@ class RecordingTimer(fastmog.Timer):
         self.calls = []
 
     def _decoder_call(self, name, start_ns, host_ns, shape, activity, session):
-        assert (activity, session) == (None, -1)      # a host decode, no NVDEC session
+        # the consumer's record: no session of its own, the engine named for NVDEC
+        assert session == -1 and activity in (None, "NVDEC")
         self.calls.append((name, start_ns, host_ns, shape))
 
 
