@@ -413,7 +413,7 @@ def test_a_video_with_a_hole_exits_3_naming_it(tmp_path):
 
 
 def test_the_corrupt_clip_is_not_complete():
-    clips = pathlib.Path(__file__).resolve().parent.parent / ".testdata" / "clips"
+    clips = pathlib.Path(__file__).resolve().parents[2] / ".testdata" / "clips"
     if not (clips / "vtest_h264_corrupt.mkv").is_file():
         pytest.skip("no test clips: run python benchmarks/make_clips.py")
     line = one_error_line(run(clips / "vtest_h264_corrupt.mkv", "--cpu"), status=3)
