@@ -132,6 +132,9 @@ def test_closes_race_applies_synchronizes_and_closes():
                 th.start()
             for th in threads:
                 th.join()
+            # the closers may all have found it in use (slow under a sanitizer):
+            # with its users gone, a close always succeeds
+            shared.close()
             assert shared.closed
         assert not unexpected, unexpected[:5]
         print("OK")
