@@ -204,16 +204,60 @@ struct fm_Stream {
 
 extern PyType_Spec fm_stream_spec;
 
+/* The checks below are inline, here with the struct they read: every file
+ * that takes a stream= uses them, and as functions of stream.c they would
+ * tie the timer and the waits back to the Stream type in a call circle. */
+
 /* Validates a `stream=` argument: present, a fastmog.Stream, open, and on
  * `device` (or any device when device < 0). Returns a borrowed reference. */
-fm_Stream *fm_require_stream(fm_state *st, PyObject *arg, int device);
+static inline fm_Stream *fm_require_stream(fm_state *st, PyObject *arg, int device)
+{
+    if (arg == NULL || arg == Py_None) {
+        PyErr_SetString(PyExc_TypeError,
+                        "stream= is required: pass fastmog.Stream() for a new stream, or "
+                        "fastmog.Stream.null() for the legacy default stream");
+        return NULL;
+    }
+    if (!Py_IS_TYPE(arg, st->Stream_type)) {
+        PyErr_Format(PyExc_TypeError,
+                     "stream= must be a fastmog.Stream, not %.200s; wrap a CuPy, "
+                     "PyTorch or raw CUDA stream with fastmog.Stream.wrap(s)",
+                     Py_TYPE(arg)->tp_name);
+        return NULL;
+    }
+    fm_Stream *stream = (fm_Stream *)arg;
+    if (stream->closed || stream->closing) {
+        PyErr_SetString(PyExc_ValueError, "stream is closed");
+        return NULL;
+    }
+    if (device >= 0 && stream->device != device) {
+        PyErr_Format(PyExc_ValueError, "stream is on device %d but the data is on device %d",
+                     stream->device, device);
+        return NULL;
+    }
+    return stream;
+}
 
 /* The rule of stream.c: a call that may release the GIL (a wait, staging, a
  * lock, a producer's Python code) between checking its stream and queuing
  * work holds the stream; close() refuses while it is held. Hold: ValueError
  * if the stream is closed or closing; takes a reference. Unhold: drops it. */
-int fm_stream_hold(fm_Stream *stream);
-void fm_stream_unhold(fm_Stream *stream);
+static inline int fm_stream_hold(fm_Stream *stream)
+{
+    if (stream->closed || stream->closing) {
+        PyErr_SetString(PyExc_ValueError, "stream is closed");
+        return -1;
+    }
+    stream->uses++;
+    Py_INCREF(stream);
+    return 0;
+}
+
+static inline void fm_stream_unhold(fm_Stream *stream)
+{
+    stream->uses--;
+    Py_DECREF(stream);
+}
 
 /* ---- event.c ----------------------------------------------------------- */
 

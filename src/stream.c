@@ -24,54 +24,6 @@
 #include <structmember.h>
 #include <time.h>
 
-static const char stream_required_msg[] =
-    "stream= is required: pass fastmog.Stream() for a new stream, or "
-    "fastmog.Stream.null() for the legacy default stream";
-
-fm_Stream *fm_require_stream(fm_state *st, PyObject *arg, int device)
-{
-    if (arg == NULL || arg == Py_None) {
-        PyErr_SetString(PyExc_TypeError, stream_required_msg);
-        return NULL;
-    }
-    if (!Py_IS_TYPE(arg, st->Stream_type)) {
-        PyErr_Format(PyExc_TypeError,
-                     "stream= must be a fastmog.Stream, not %.200s; wrap a CuPy, "
-                     "PyTorch or raw CUDA stream with fastmog.Stream.wrap(s)",
-                     Py_TYPE(arg)->tp_name);
-        return NULL;
-    }
-    fm_Stream *stream = (fm_Stream *)arg;
-    if (stream->closed || stream->closing) {
-        PyErr_SetString(PyExc_ValueError, "stream is closed");
-        return NULL;
-    }
-    if (device >= 0 && stream->device != device) {
-        PyErr_Format(PyExc_ValueError,
-                     "stream is on device %d but the data is on device %d",
-                     stream->device, device);
-        return NULL;
-    }
-    return stream;
-}
-
-int fm_stream_hold(fm_Stream *stream)
-{
-    if (stream->closed || stream->closing) {
-        PyErr_SetString(PyExc_ValueError, "stream is closed");
-        return -1;
-    }
-    stream->uses++;
-    Py_INCREF(stream);
-    return 0;
-}
-
-void fm_stream_unhold(fm_Stream *stream)
-{
-    stream->uses--;
-    Py_DECREF(stream);
-}
-
 static fm_Stream *stream_alloc(PyTypeObject *type)
 {
     fm_Stream *self = (fm_Stream *)type->tp_alloc(type, 0);

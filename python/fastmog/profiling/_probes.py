@@ -64,23 +64,30 @@ def ceilings(device: int = 0) -> Ceilings | None:
     thread of its own so no active profile records it. None without a GPU."""
     if device in _injected:
         return _injected[device]
-    if device in _cache:
-        return _cache[device]
+    return _once(_cache, device, _measure, "fastmog ceilings")
+
+
+def _once(cache, device, measure, name):
+    """measure(device), once per process and device, on a thread of its own
+    (the caller's CUDA state and active profile stay out of it); None where
+    it fails (no GPU, no memory: the report says so)."""
+    if device in cache:
+        return cache[device]
     result: dict = {}
 
     def run():
         try:
-            result["value"] = _measure(device)
-        except Exception as e:              # no GPU, no memory: the report says so
-            result["error"] = e
+            result["value"] = measure(device)
+        except Exception:
+            pass
 
-    worker = threading.Thread(target=run, name="fastmog ceilings")
+    worker = threading.Thread(target=run, name=name)
     worker.start()
     worker.join()
     if "value" not in result:
         return None
-    _cache[device] = result["value"]
-    return _cache[device]
+    cache[device] = result["value"]
+    return cache[device]
 
 
 # ---- NVML -----------------------------------------------------------------------
@@ -220,23 +227,7 @@ def _measure_bias(device: int) -> dict:
 def event_bias(device: int = 0) -> dict | None:
     """The measured latency of event timing per transition (see
     _measure_bias), once per process and device; None without a GPU."""
-    if device in _bias:
-        return _bias[device]
-    result: dict = {}
-
-    def run():
-        try:
-            result["value"] = _measure_bias(device)
-        except Exception as e:
-            result["error"] = e
-
-    worker = threading.Thread(target=run, name="fastmog event bias")
-    worker.start()
-    worker.join()
-    if "value" not in result:
-        return None
-    _bias[device] = result["value"]
-    return _bias[device]
+    return _once(_bias, device, _measure_bias, "fastmog event bias")
 
 
 def corrected(records, bias_of=event_bias):
