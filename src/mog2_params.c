@@ -84,6 +84,18 @@ static int range_error(const field *f, PyObject *value)
     return -1;
 }
 
+/* `value` through __index__ as a long long; *overflow set where it does not
+ * fit. -1 with an exception on failure. */
+static int index_value(PyObject *value, long long *v, int *overflow)
+{
+    PyObject *n = PyNumber_Index(value);
+    if (n == NULL)
+        return -1;
+    *v = PyLong_AsLongLongAndOverflow(n, overflow);
+    Py_DECREF(n);
+    return *v == -1 && PyErr_Occurred() ? -1 : 0;
+}
+
 /* Converts `value` for `f`, refusing what the field cannot hold. */
 static int field_convert(const field *f, PyObject *value, double *out)
 {
@@ -107,13 +119,9 @@ static int field_convert(const field *f, PyObject *value, double *out)
                          Py_TYPE(value)->tp_name);
             return -1;
         }
-        PyObject *n = PyNumber_Index(value);
-        if (n == NULL)
-            return -1;
+        long long v;
         int overflow;
-        long long v = PyLong_AsLongLongAndOverflow(n, &overflow);
-        Py_DECREF(n);
-        if (v == -1 && PyErr_Occurred())
+        if (index_value(value, &v, &overflow) < 0)
             return -1;
         if (overflow || (v != 0 && v != 1)) {
             PyErr_Format(PyExc_ValueError, "%s must be True or False (or 0 or 1), got %R",
@@ -129,13 +137,9 @@ static int field_convert(const field *f, PyObject *value, double *out)
                          Py_TYPE(value)->tp_name);
             return -1;
         }
-        PyObject *n = PyNumber_Index(value);
-        if (n == NULL)
-            return -1;
+        long long v;
         int overflow;
-        long long v = PyLong_AsLongLongAndOverflow(n, &overflow);
-        Py_DECREF(n);
-        if (v == -1 && PyErr_Occurred())
+        if (index_value(value, &v, &overflow) < 0)
             return -1;
         if (overflow || v < f->lo || v > f->hi)
             return range_error(f, value);

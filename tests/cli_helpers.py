@@ -1,5 +1,6 @@
 """Helpers of the main job's tests: run `python -m fastmog` as a user does and
 read its one-line errors."""
+import hashlib
 import subprocess
 import sys
 
@@ -86,3 +87,11 @@ def run_in_process(capsys, *args):
         status = e.code
     out, err = capsys.readouterr()
     return subprocess.CompletedProcess(argv, status, out, err)
+
+
+def masks_digest(masks):
+    """The SHA-256 of the masks' bytes, as SourceResult.digest counts them."""
+    h = hashlib.sha256()
+    for m in masks:
+        h.update(np.ascontiguousarray(m).data)
+    return h.hexdigest()
