@@ -6,6 +6,7 @@ import ast
 import pathlib
 import subprocess
 import sys
+from importlib.machinery import EXTENSION_SUFFIXES
 
 import fastmog
 
@@ -34,10 +35,12 @@ def _module_name(path):
 
 
 def _is_module(name):
-    """Whether `name` is a module of the package (the C extension by its stub)."""
+    """Whether `name` is a module of the package (the C extension by its stub,
+    or by the built file where the stub is not installed beside it)."""
     base = PACKAGE.parent.joinpath(*name.split("."))
     return base.with_suffix(".py").is_file() or base.with_suffix(".pyi").is_file() \
-        or (base / "__init__.py").is_file()
+        or (base / "__init__.py").is_file() \
+        or any(base.with_name(base.name + s).is_file() for s in EXTENSION_SUFFIXES)
 
 
 def _import_nodes(tree):
