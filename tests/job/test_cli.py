@@ -433,13 +433,16 @@ def test_sigterm_and_sighup_stop_like_ctrl_c(tmp_path, name):
     """What schedulers and closing terminals send: the run stops cleanly, the
     mask video is closed whole, the summary is printed, status 128 + signal."""
     out = tmp_path / "masks.mkv"
+    number = getattr(signal, name)
+    # the run starts with the signal at its default, as from a terminal, whatever
+    # the test runner inherited (under nohup SIGHUP is ignored, and stays so)
     p = subprocess.Popen([sys.executable, "-m", "fastmog", "--size", "320x240", "--frames",
                           "100000", "--out", str(out)], stdout=subprocess.PIPE,
-                         stderr=subprocess.PIPE, text=True)
+                         stderr=subprocess.PIPE, text=True,
+                         preexec_fn=lambda: signal.signal(number, signal.SIG_DFL))
     deadline = time.time() + 60
     while time.time() < deadline and (not out.exists() or out.stat().st_size < 4096):
         time.sleep(0.1)
-    number = getattr(signal, name)
     p.send_signal(number)
     stdout, stderr = p.communicate(timeout=60)
     assert p.returncode == 128 + number, stderr
