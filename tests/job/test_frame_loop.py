@@ -1,6 +1,7 @@
 """The one frame loop (fastmog.app._loop): a Dask worker opens and processes
 a video exactly as the command line does, on the host and with a GPU
-stand-in (a Dask worker that has a GPU once failed every video file)."""
+stand-in (a Dask worker that has a GPU once failed every video file), with
+the same --batch and --nvdec-sessions."""
 import sys
 
 import numpy as np
@@ -8,7 +9,7 @@ import pytest
 
 import fastmog
 from cli_helpers import masks_digest, run_in_process
-from fastmog.app import _dask, cli
+from fastmog.app import _dask, _multi, _sources, cli
 from fastmog.app._sources import SourceOptions
 
 cv2 = pytest.importorskip("cv2")
@@ -124,3 +125,58 @@ def test_the_cli_on_a_gpu_takes_the_same_loop(clip, cli_digest, tmp_path, gpu_st
     assert "decoding on the CPU (PyNvVideoCodec is not usable" in r.stdout
     written = [cv2.imread(str(p), cv2.IMREAD_UNCHANGED) for p in sorted(out.iterdir())]
     assert masks_digest(written) == cli_digest
+
+
+def test_a_dask_job_takes_batch_and_sessions_to_the_worker(clip, cli_digest, gpu_stand_in,
+                                                           monkeypatch):
+    """--batch and --nvdec-sessions reach the worker's loop and opener, as in a
+    single run (with several sources they were once dropped without a word)."""
+    seen = {}
+
+    def recording_pipeline(sub, frames, *, streams, batch=1, learning_rate=-1.0, timer=None):
+        seen["batch"] = batch
+        return host_pipeline(sub, frames, streams=streams, learning_rate=learning_rate)
+
+    opener = _sources.open_source
+
+    def recording_open(found, options, **kwargs):
+        seen["sessions"] = options.nvdec_sessions
+        return opener(found, options, **kwargs)
+
+    monkeypatch.setattr(fastmog._pipeline, "pipeline", recording_pipeline)
+    monkeypatch.setattr(_sources, "open_source", recording_open)
+    job = _dask.Job(dict(MOG2), -1.0, "spread", SourceOptions(nvdec_sessions=3), batch=4)
+    result = _dask._run_source(str(clip), None, 0, job)
+    assert seen == {"batch": 4, "sessions": 3}
+    assert result["digest"] == cli_digest
+
+
+def test_several_sources_pass_batch_and_sessions_on(clip, tmp_path, monkeypatch, capsys):
+    """The main job with several sources hands its --batch and --nvdec-sessions
+    to process_sources, whose Job carries them (no cluster started here)."""
+    asked = {}
+
+    class Cluster:
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            return False
+
+    def recording_process_sources(sources, **kwargs):
+        asked.update(kwargs)
+        return []
+
+    monkeypatch.setattr(_multi, "_client", lambda args: (Cluster(), "a stand-in cluster"))
+    monkeypatch.setattr(_multi, "live_workers", lambda client: [])
+    monkeypatch.setattr(_multi, "process_sources", recording_process_sources)
+    other = tmp_path / "other.avi"
+    other.write_bytes(clip.read_bytes())
+    status = cli.main([str(clip), str(other), "--workers", "1", "--batch", "5",
+                       "--nvdec-sessions", "3"])
+    capsys.readouterr()
+    assert status == 0
+    assert (asked["batch"], asked["nvdec_sessions"]) == (5, 3)
+    for bad in ({"batch": 0}, {"nvdec_sessions": 0}, {"batch": 2.0}, {"batch": True}):
+        with pytest.raises(ValueError, match=next(iter(bad))):
+            fastmog.process_sources([str(clip)], **bad)

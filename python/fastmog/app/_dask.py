@@ -30,6 +30,7 @@ import dataclasses
 import hashlib
 import inspect
 import logging
+import numbers
 import os
 import pathlib
 import time
@@ -88,6 +89,7 @@ class Job:
     device_policy: str
     read: _sources.SourceOptions
     progress: bool = False      # report frames done as "fastmog-progress" events
+    batch: int = 1              # host frames per MOG2 launch on a GPU (the main job's --batch)
 
 
 def source_name(source):
@@ -100,7 +102,8 @@ def source_name(source):
 
 def process_sources(sources, *, client=None, workers=None, out_dirs=None, mog2_kwargs=None,
                     learning_rate=-1.0, grey=False, frames=None, decode="auto",
-                    device_policy="spread", on_result=None, on_progress=None):
+                    batch=1, nvdec_sessions=1, device_policy="spread", on_result=None,
+                    on_progress=None):
     """Processes every source on a Dask cluster and returns one SourceResult
     per source, in the order given.
 
@@ -114,7 +117,8 @@ def process_sources(sources, *, client=None, workers=None, out_dirs=None, mog2_k
     a folder's old mask_NNNNNN.png files are replaced, nothing else is
     touched (check folders first: the main job refuses used ones).
     mog2_kwargs: BackgroundSubtractorMOG2 parameters (checked here first).
-    grey, frames, decode: as the main job's --grey, --frames, --decode.
+    grey, frames, decode, batch, nvdec_sessions: as the main job's --grey,
+    --frames, --decode, --batch (1 here unless given) and --nvdec-sessions.
     device_policy: "spread" (a worker's slot modulo its GPU count), "first"
     (device 0: for clusters that give each worker its own CUDA_VISIBLE_DEVICES)
     or "cpu" (the host reference everywhere).
@@ -140,16 +144,20 @@ def process_sources(sources, *, client=None, workers=None, out_dirs=None, mog2_k
                          f"not {device_policy!r}")
     if decode not in ("auto", "nvdec", "cpu"):
         raise ValueError(f"decode must be 'auto', 'nvdec' or 'cpu', not {decode!r}")
-    if frames is not None and frames < 1:
-        raise ValueError(f"frames must be at least 1, got {frames}")
+    for name, value in (("frames", frames), ("batch", batch),
+                        ("nvdec_sessions", nvdec_sessions)):
+        if value is not None and (isinstance(value, bool)
+                                  or not isinstance(value, numbers.Integral) or value < 1):
+            raise ValueError(f"{name} must be a whole number of at least 1, got {value!r}")
     if learning_rate > 1 or learning_rate != learning_rate:
         raise ValueError(f"learning_rate must be at most 1 (negative: automatic), "
                          f"got {learning_rate}")
     mog2_kwargs = dict(mog2_kwargs or {})
     cpu.BackgroundSubtractorMOG2(**mog2_kwargs)   # bad parameters fail here, not 8 times
     job = Job(mog2_kwargs, float(learning_rate), device_policy,
-              _sources.SourceOptions(frames=frames, grey=bool(grey), decode=decode),
-              progress=on_progress is not None)
+              _sources.SourceOptions(frames=frames, grey=bool(grey), decode=decode,
+                                     nvdec_sessions=nvdec_sessions),
+              progress=on_progress is not None, batch=batch)
     if client is not None:
         if workers is not None:
             raise ValueError("workers= sizes a local cluster; with client= the cluster is "
@@ -415,7 +423,7 @@ def _run_source(source, out_dir, slot, job):
             truth.add(number if number is not None else index, mask)
 
     done = _loop.process(sub, opened, writer, streams=streams,
-                         learning_rate=job.learning_rate, on_mask=seen,
+                         learning_rate=job.learning_rate, batch=job.batch, on_mask=seen,
                          progress=_Reporter() if job.progress else None)
     if done.interrupted:
         raise KeyboardInterrupt

@@ -154,7 +154,8 @@ def _run(args, sources, out_dirs):
         results = process_sources(
             sources, client=client, out_dirs=out_dirs, mog2_kwargs=mog2_kwargs(args),
             learning_rate=args.learning_rate, grey=args.grey, frames=args.frames,
-            decode=args.decode, device_policy="cpu" if args.cpu else "spread",
+            decode=args.decode, batch=args.batch, nvdec_sessions=args.nvdec_sessions,
+            device_policy="cpu" if args.cpu else "spread",
             on_result=report, on_progress=show_progress if progress.enabled else None)
         progress.close()
         elapsed = time.perf_counter() - started
