@@ -27,7 +27,7 @@
  *   model and masks that calls on several streams rewrite) waits on the same
  *   fences and on the last stream.
  *
- * Shown by tests/test_lifetimes_gpu.py (test_free_waits_for_closed_stream_use,
+ * Shown by tests/robustness/test_lifetimes_gpu.py (test_free_waits_for_closed_stream_use,
  * test_foreign_owner_waits_for_earlier_streams,
  * test_dropped_stream_fence_is_not_taken_over). */
 #include "fastmog.h"

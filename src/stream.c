@@ -16,8 +16,8 @@
  * - close() waits for the queued work (interruptibly, GIL released) before
  *   destroying the handle: fences recorded on it stay valid either way, and
  *   devmem.c keeps the events, never the stream.
- * Shown by tests/test_lifetimes_gpu.py (test_close_races_*) and
- * tests/test_stress_gpu.py. */
+ * Shown by tests/robustness/test_lifetimes_gpu.py (test_close_races_*) and
+ * tests/robustness/test_stress_gpu.py. */
 #include "fastmog.h"
 #include "docstrings.h"
 

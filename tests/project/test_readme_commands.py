@@ -161,6 +161,10 @@ def test_fastmog_command_runs(doc, line, command, data_dir, tmp_path):
         "cam2.mp4": str(data_dir / "opencv_samples_video" / "tree.avi"),
         "/shared/masks": str(tmp_path / "shared_masks"),
     }
+    missing = [a for a in written if a in names and a != "/shared/masks"
+               and not pathlib.Path(names[a]).exists()]
+    if missing:
+        pytest.skip(f"the test data in {data_dir} lacks what {missing[0]} stands for")
     args = []
     for a in written:
         if a == "cams/*.mkv":
