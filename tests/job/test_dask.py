@@ -3,6 +3,7 @@
 masks identical to each source run alone, a worker lost mid-run."""
 import concurrent.futures
 import os
+import pathlib
 import signal
 import subprocess
 import sys
@@ -13,6 +14,8 @@ import pytest
 
 import fastmog
 from cli_helpers import masks_digest, one_error_line, run
+from fastmog.app import _dask
+from fastmog.testing import find_test_data
 
 distributed = pytest.importorskip("distributed", reason="needs dask[distributed] "
                                   "(pip install 'fastmog[dask]')")
@@ -365,3 +368,42 @@ def test_the_clients_own_event_handler_still_gets_events(client, sources):
         assert any(m.get("action") == "fastmog-test" for _, m in seen)
     finally:
         client.unsubscribe_topic("all")
+
+
+def _two_videos():
+    """Two video files: the H.264 and HEVC test clips where they were made
+    (benchmarks/make_clips.py: NVDEC decodes them on a GPU), else OpenCV's two
+    sample videos from the test data."""
+    root = pathlib.Path(__file__).resolve().parents[2]
+    clips = pathlib.Path(os.environ.get("FASTMOG_CLIPS", root / ".testdata" / "clips"))
+    if (clips / "vtest_h264.mp4").is_file() and (clips / "vtest_hevc.mkv").is_file():
+        return [clips / "vtest_h264.mp4", clips / "vtest_hevc.mkv"]
+    data = find_test_data(root)
+    if data is None:
+        pytest.skip("no test clips and no test data: run python benchmarks/make_clips.py "
+                    "or set FASTMOG_TEST_DATA")
+    return [data / "opencv_samples_video" / "vtest.avi",
+            data / "opencv_samples_video" / "tree.avi"]
+
+
+def test_two_videos_on_one_worker_equal_single_runs(tmp_path):
+    """The documented command, two video files on one worker, on the GPU where
+    there is one (a worker with a GPU once failed every video file): exit 0,
+    each source's masks equal to its single run's."""
+    videos = _two_videos()
+    out = tmp_path / "masks"
+    r = run(*videos, "--workers", "1", "--frames", "40", "--out", out, timeout=300)
+    assert r.returncode == 0, r.stderr
+    assert "processed 2 of 2 sources" in r.stdout
+    assert r.stdout.count(" on GPU 0 of worker ") == (2 if fastmog.cuda_available() else 0), \
+        r.stdout
+    for video, name in zip(videos, _dask.unique_names(videos)):
+        single = tmp_path / f"single-{name}"
+        alone_run = run(video, "--frames", "40", "--out", single, timeout=300)
+        assert alone_run.returncode == 0, alone_run.stderr
+        expected = sorted(single.iterdir())
+        written = sorted((out / name).iterdir())
+        assert [p.name for p in written] == [p.name for p in expected] and len(written) == 40
+        for a, b in zip(written, expected):
+            assert np.array_equal(cv2.imread(str(a), cv2.IMREAD_UNCHANGED),
+                                  cv2.imread(str(b), cv2.IMREAD_UNCHANGED)), (video, a.name)
