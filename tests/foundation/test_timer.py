@@ -223,3 +223,30 @@ def test_agrees_with_torch_profiler(rng, tmp_path):
     print("\n| operation | fastmog (us/call) | torch.profiler CUPTI (us/call) | diff |")
     for key, a, b in rows:
         print(f"| {key} | {a:.1f} | {b:.1f} | {100 * (a - b) / b:+.1f} % |")
+
+
+def test_nvml_opens_the_cuda_device_by_its_pci_bus_id(monkeypatch):
+    """NVML numbers GPUs in PCI order and CUDA fastest first: the sampler opens
+    the CUDA device's GPU by its bus id, by NVML index only where that is unknown."""
+    from fastmog.profiling import _probes
+
+    calls = []
+
+    class Nvml:
+        def nvmlDeviceGetHandleByPciBusId_v2(self, bus, handle):
+            calls.append(("bus", bus))
+            return 0
+
+        def nvmlDeviceGetHandleByIndex_v2(self, index, handle):
+            calls.append(("index", index))
+            return 0
+
+    def no_device(device=None):
+        raise RuntimeError("no GPU here")
+
+    monkeypatch.setattr(_probes._fastmog, "device_properties",
+                        lambda device=None: {"pci_bus_id": "0000:41:00.0"})
+    assert _probes.NvmlSampler(1)._open(Nvml())
+    monkeypatch.setattr(_probes._fastmog, "device_properties", no_device)
+    assert _probes.NvmlSampler(1)._open(Nvml())
+    assert calls == [("bus", b"0000:41:00.0"), ("index", 1)]

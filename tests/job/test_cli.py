@@ -354,6 +354,9 @@ def test_gpu_main_job_profile_and_parity(data_dir, tmp_path):
     r = run("--frames", "60", "--profile")
     assert r.returncode == 0, r.stderr
     assert "on GPU" in r.stdout and "BackgroundSubtractorMOG2.apply" in r.stdout
+    # NVML sampled during the run (or the report saying why it could not be)
+    assert "\nNVML (" in r.stdout or "\nNVML: absent (" in r.stdout, r.stdout
+    assert "\nverdict: bound by " in r.stdout
     seq = data_dir / "sbi2015_CAVIAR2"
     gpu = run(seq / "input", "--ground-truth", seq)
     host = run(seq / "input", "--ground-truth", seq, "--cpu")

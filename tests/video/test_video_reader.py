@@ -26,6 +26,7 @@ import numpy as np
 import pytest
 
 import fastmog
+from fastmog.profiling import _analysis as pa
 from cli_helpers import write_gapped_mkv
 
 cv2 = pytest.importorskip("cv2")
@@ -515,6 +516,32 @@ def test_nvdec_sessions_colour_frames_equal_one_session(clips, nvdec):
     for k, (a, b) in enumerate(zip(*outs)):
         assert np.array_equal(a, b), f"frame {k}"
     assert any(m.any() for m in outs[1])
+
+
+@pytest.mark.gpu
+def test_nvdec_sessions_waits_are_timed_and_name_their_decode(clips, nvdec):
+    """The main job passes its Timer (no profile() block): the consumer's wait
+    for each session's frame is a timed Stream.wait naming the decode it is
+    behind, so the queued time of the apply after it, and a download's wait
+    on that apply, reach the decoder (issue 22: the chain stopped there)."""
+    stream, timer = nvdec, fastmog.Timer()
+    sub = fastmog.BackgroundSubtractorMOG2()
+    with fastmog.VideoReader(clips / "vtest_h264.mp4", stream=stream, decode="nvdec",
+                             grey=True, sessions=3, timer=timer) as reader:
+        for frame in reader:
+            sub.apply(frame.as_input(stream), stream=stream,
+                      timer=timer).download(stream=stream, timer=timer)
+    records = timer.records
+    waits = [r for r in records if r.name == "Stream.wait"]
+    assert len(waits) == 120
+    for w in waits:
+        assert w.activity == "wait" and w.stream == stream.handle
+        assert w.behind is not None, w
+        decode = records[w.behind]
+        assert decode.name == "VideoReader.decode" and decode.session is not None, decode
+    prof = pa.Profile(records)
+    for a in (r for r in records if r.name == "BackgroundSubtractorMOG2.apply"):
+        assert any(b is not None and pa.is_decode(records[b]) for _, _, b in prof.queued(a)), a
 
 
 @pytest.mark.gpu

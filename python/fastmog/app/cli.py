@@ -13,7 +13,7 @@ import os
 import sys
 
 from .. import _fastmog
-from ..profiling import Timer
+from ..profiling import Timer, sampling_nvml
 from . import _checks, _cvio, _loop, _multi, _signals, _sources, _writers
 from ._errors import EXIT_OK, EXIT_SHORT, EXIT_USAGE, UserError, shown
 from ._options import build_parser, distributed, mog2_kwargs, source_options
@@ -86,12 +86,16 @@ def _process(args, sub, source, writer, truth, timer, streams):
         number = source.numbers[index] if source.numbers else index
         truth.add(number if number is not None else index, mask)
 
+    # a GPU profile samples NVML beside the timer: the report's SM and decoder line
+    nvml = (sampling_nvml(timer, sub.device) if timer is not None and streams
+            else contextlib.nullcontext())
     try:
-        done = _loop.process(sub, source, writer, streams=streams,
-                             learning_rate=args.learning_rate, batch=args.batch, timer=timer,
-                             on_mask=score if truth is not None else None,
-                             progress=Progress(label, source.count),
-                             keep_last=args.preview is not None)
+        with nvml:
+            done = _loop.process(sub, source, writer, streams=streams,
+                                 learning_rate=args.learning_rate, batch=args.batch,
+                                 timer=timer, on_mask=score if truth is not None else None,
+                                 progress=Progress(label, source.count),
+                                 keep_last=args.preview is not None)
     except UserError as e:
         if writer.count and writer.path is not None:
             # what this run wrote is kept, and the error line says it is incomplete

@@ -129,13 +129,27 @@ class NvmlSampler:
         if lib is None:
             self.absent = why
             return self
-        if lib.nvmlDeviceGetHandleByIndex_v2(self.device, ctypes.byref(self._handle)) != 0:
-            self.absent = f"NVML does not know device {self.device}"
+        if not self._open(lib):
+            self.absent = f"NVML does not know CUDA device {self.device}"
             return self
         self._lib = lib
         self._thread = threading.Thread(target=self._run, name="fastmog NVML", daemon=True)
         self._thread.start()
         return self
+
+    def _open(self, lib) -> bool:
+        """The NVML handle of CUDA device `device`. NVML numbers GPUs in PCI
+        order and CUDA fastest first, so the two numbers can name different
+        GPUs: the CUDA device's PCI bus id picks it, the index only where the
+        bus id is unknown."""
+        try:
+            bus = str(_fastmog.device_properties(self.device).get("pci_bus_id") or "")
+        except Exception:                    # no GPU, or no such device
+            bus = ""
+        if bus:
+            return lib.nvmlDeviceGetHandleByPciBusId_v2(bus.encode(),
+                                                        ctypes.byref(self._handle)) == 0
+        return lib.nvmlDeviceGetHandleByIndex_v2(self.device, ctypes.byref(self._handle)) == 0
 
     def _run(self):
         lib, handle = self._lib, self._handle

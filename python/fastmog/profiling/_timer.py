@@ -302,16 +302,24 @@ def profile(sync=False, nvtx=True, timer=None, nvml=True):
     the block where it is present (the report says when it is absent).
     """
     t = Timer(sync=sync, nvtx=nvtx) if timer is None else timer
-    sampler = None
-    if nvml:
-        sampler = _probes.NvmlSampler().start()
-    token = _fastmog._profile_enter(t)
+    with sampling_nvml(t) if nvml else contextlib.nullcontext():
+        token = _fastmog._profile_enter(t)
+        try:
+            yield t
+        finally:
+            _fastmog._profile_exit(token)
+
+
+@contextlib.contextmanager
+def sampling_nvml(timer, device=0):
+    """Samples SM and decoder utilization of CUDA device `device` with the
+    driver's NVML while the block runs (where NVML is present); the summary
+    becomes timer.nvml, the report's NVML line."""
+    sampler = _probes.NvmlSampler(device).start()
     try:
-        yield t
+        yield timer
     finally:
-        _fastmog._profile_exit(token)
-        if sampler is not None:
-            t.nvml = sampler.stop()
+        timer.nvml = sampler.stop()
 
 
 class nvtx_range:

@@ -300,7 +300,10 @@ class ParallelNvdecDecoder:
                     raise self._broken(index, "NVDEC dropped frames of its GOP")
                 if previous is not None:
                     self._give_back(previous)
-                self.stream.wait(slot.ready)
+                # timed with the reader's Timer (the main job passes one, with no
+                # profile() block): the wait names the decode it is behind, so a
+                # later download's wait is charged along the chain to the decoder
+                self.stream.wait(slot.ready, timer=self.timer)
                 previous = (worker, slot)
                 yield slot.y, slot.uv, None, self._time(pts)
                 index += 1
