@@ -294,6 +294,25 @@
     "As _cpu_nv12_to_bgr for NV21 (chroma pairs stored V, U): equal to\n" \
     "cv2.cvtColor(frame, cv2.COLOR_YUV2BGR_NV21) (COLOR_YUV2RGB_NV21 with rgb=True).")
 
+/* ---- the host motion step (morphology_cpu.c, components_cpu.c) ----------- */
+
+#define FM_DOC_CPU_MORPHOLOGY PyDoc_STR( \
+    "_cpu_morphology($module, mask, element, op, iterations, /, *, out=None)\n--\n\n" \
+    "Erosion (op 0), dilation (1), opening (2) or closing (3) of an H x W uint8\n" \
+    "mask by `element` (a C-contiguous uint8 array of at most 31 x 31, nonzero =\n" \
+    "in, anchored at its centre), `iterations` times, equal bit for bit to\n" \
+    "cv2.morphologyEx with its default anchor and border. Returns a new array, or\n" \
+    "writes `out` (which may be the mask itself). fastmog.cpu.morphology builds\n" \
+    "the element and checks the names.")
+
+#define FM_DOC_CPU_CONNECTED_COMPONENTS PyDoc_STR( \
+    "_cpu_connected_components($module, mask, connectivity, min_area, foreground,\n" \
+    "                          labels, /)\n--\n\n" \
+    "The regions of the pixels of `mask` equal to `foreground`, as\n" \
+    "cv2.connectedComponentsWithStats numbers them, less its background row and\n" \
+    "those smaller than min_area: (stats N x 5 int32 (x, y, width, height, area),\n" \
+    "centroids N x 2 float64, the H x W int32 labels or None).")
+
 /* ---- pinned host arrays (pinned.c) --------------------------------------- */
 
 #define FM_DOC_PINNED_EMPTY PyDoc_STR( \

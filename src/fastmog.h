@@ -707,5 +707,10 @@ PyTypeObject *fm_mog2_make_type(PyObject *module, PyType_Spec *spec, PyTypeObjec
 extern PyMethodDef fm_nv12_methods[];
 extern PyMethodDef fm_nv12_cpu_methods[];
 
+/* ---- morphology_cpu.c, components_cpu.c: the motion step on the host ----- */
+
+extern PyMethodDef fm_morphology_cpu_methods[];
+extern PyMethodDef fm_components_cpu_methods[];
+
 
 #endif

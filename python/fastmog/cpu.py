@@ -1,10 +1,12 @@
 """The host side of fastmog: the same per-pixel code as the GPU kernels,
 numpy in and numpy out, no streams. MOG2 here is the reference the GPU is
 tested against and what the main job uses where no GPU is usable; the NV12
-conversion is cv2.cvtColor's, bit for bit."""
+conversion is cv2.cvtColor's, morphology cv2.morphologyEx's and the regions
+cv2.connectedComponentsWithStats's, bit for bit."""
 from . import _fastmog
 from ._fastmog import _CpuBackgroundSubtractorMOG2 as BackgroundSubtractorMOG2
 from ._fastmog import _mog2_parameters
+from .motion import Regions, _element, _regions
 
 
 # the defaults come from the C parameter table, looked up once
@@ -35,8 +37,36 @@ def nv21_to_bgr(y, uv=None, /, *, out=None, rgb=False, matrix="bt601"):
     return _fastmog._cpu_nv21_to_bgr(y, uv, out=out, rgb=rgb, matrix=matrix)
 
 
+def morphology(mask, op, kernel=3, *, shape="rect", iterations=1, out=None):
+    """cv2.morphologyEx(mask, op, element, iterations=iterations) on an H x W
+    uint8 mask, bit for bit (its default anchor and border). op: "erode",
+    "dilate", "open" or "close"; kernel: an int k (k x k), a (width, height)
+    pair drawn as `shape` ("rect", "ellipse" or "cross", as
+    cv2.getStructuringElement draws it), or a 2-D array (nonzero = in); sides
+    from 1 to 31. Returns a new array, or writes `out` (which may be `mask`)."""
+    code = _element.op_code(op)
+    element = _element.structuring_element(kernel, shape)
+    count = _element.iterations_count(iterations)
+    return _fastmog._cpu_morphology(mask, element, code, count, out=out)
+
+
+def connected_components(mask, *, connectivity=8, min_area=0, foreground=255, labels=False):
+    """The regions of the pixels of `mask` (H x W uint8) equal to `foreground`
+    (255: a shadow, 127, is background), as cv2.connectedComponentsWithStats
+    (mask == foreground, connectivity=connectivity, ltype=cv2.CV_32S) gives
+    them without its background row: same regions, order, statistics and
+    centroids. Regions under min_area pixels are dropped and the others
+    renumbered in order. labels=True also returns the int32 label image.
+    Returns a fastmog.motion.Regions."""
+    connectivity, min_area, foreground = _regions.check_options(connectivity, min_area,
+                                                                foreground)
+    stats, centroids, image = _fastmog._cpu_connected_components(
+        mask, connectivity, min_area, foreground, bool(labels))
+    return Regions(len(stats), stats, centroids, image)
+
+
 __all__ = ["BackgroundSubtractorMOG2", "createBackgroundSubtractorMOG2", "nv12_to_bgr",
-           "nv21_to_bgr"]
+           "nv21_to_bgr", "morphology", "connected_components"]
 
 
 def apply_cameras(subtractors, frames, learning_rate=-1.0, *, fgmasks=None,
