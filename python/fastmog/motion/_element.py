@@ -13,13 +13,19 @@ MAX_SIDE = 31          # the largest kernel side, as issue 23 asks (OpenCV takes
 MAX_ITERATIONS = 1000
 
 
-def _side(value, what) -> int:
+def whole_number(value, what, lo, hi) -> int:
+    """`value` as an int from lo to hi: TypeError for anything but an integer
+    (bools too), ValueError outside the range."""
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
         raise TypeError(f"{what} must be an int, not {type(value).__name__}")
-    side = int(value)
-    if not 1 <= side <= MAX_SIDE:
-        raise ValueError(f"{what} must be from 1 to {MAX_SIDE}, got {side}")
-    return side
+    number = int(value)
+    if not lo <= number <= hi:
+        raise ValueError(f"{what} must be from {lo} to {hi}, got {number}")
+    return number
+
+
+def _side(value, what) -> int:
+    return whole_number(value, what, 1, MAX_SIDE)
 
 
 def structuring_element(kernel, shape="rect") -> np.ndarray:
@@ -75,9 +81,4 @@ def op_code(op) -> int:
 
 
 def iterations_count(iterations) -> int:
-    if isinstance(iterations, bool) or not isinstance(iterations, numbers.Integral):
-        raise TypeError(f"iterations must be an int, not {type(iterations).__name__}")
-    count = int(iterations)
-    if not 1 <= count <= MAX_ITERATIONS:
-        raise ValueError(f"iterations must be from 1 to {MAX_ITERATIONS}, got {count}")
-    return count
+    return whole_number(iterations, "iterations", 1, MAX_ITERATIONS)

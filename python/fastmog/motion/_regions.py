@@ -3,9 +3,10 @@ without its background row."""
 from __future__ import annotations
 
 import dataclasses
-import numbers
 
 import numpy as np
+
+from ._element import whole_number
 
 
 @dataclasses.dataclass(frozen=True)
@@ -37,11 +38,5 @@ def check_options(connectivity, min_area, foreground):
     """The labelling options, checked before any work."""
     if isinstance(connectivity, bool) or connectivity not in (4, 8):
         raise ValueError(f"connectivity must be 4 or 8, not {connectivity!r}")
-    checked = []
-    for name, value, top in (("min_area", min_area, 2**62), ("foreground", foreground, 255)):
-        if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-            raise TypeError(f"{name} must be an int, not {type(value).__name__}")
-        checked.append(int(value))
-        if not 0 <= checked[-1] <= top:
-            raise ValueError(f"{name} must be from 0 to {top}, got {value}")
-    return int(connectivity), checked[0], checked[1]
+    return (int(connectivity), whole_number(min_area, "min_area", 0, 2**62),
+            whole_number(foreground, "foreground", 0, 255))
