@@ -100,7 +100,12 @@ def test_raw_device_pointer(cupy, rng, stream):
     frame = random_image(rng, (30, 40, 4), np.uint8)
     block = cupy.zeros((30, 256), np.uint8)
     block[:, :160] = cupy.asarray(frame.reshape(30, 160))
-    ptr = fastmog.DevicePointer(block.data.ptr, (30, 40, 4), np.uint8, pitch=256, owner=block)
+    # CuPy wrote on its current stream, still maybe running: name it (its
+    # null stream is the legacy default stream, 1 in the protocol), or the
+    # read races the write (racecheck's timing showed it)
+    written_on = cupy.cuda.get_current_stream().ptr or 1
+    ptr = fastmog.DevicePointer(block.data.ptr, (30, 40, 4), np.uint8, pitch=256, owner=block,
+                                stream=written_on)
     del block                                    # the pointer's owner keeps it
     mask = fastmog.BackgroundSubtractorMOG2().apply(ptr, stream=stream)
     assert np.array_equal(mask.download(stream=stream), _host_mask(frame))

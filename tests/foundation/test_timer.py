@@ -167,6 +167,51 @@ def test_cprofile_lines_up_in_sync_mode(rng, stream):
 
 
 @pytest.mark.gpu
+def test_timer_off_means_no_events_and_no_extra_cuda_calls():
+    """With no timer active, 50 steady-state applies make only the CUDA
+    calls an apply needs: no event created, recorded, queried or waited
+    on, nothing allocated. The same loop with a timer shows its events, so
+    the count can see them. CUPTI's callbacks count the calls (Kineto, and
+    so torch.profiler, leaves event calls out), in a child process."""
+    from cuda_calls import find_libcupti
+    from gpu_race import run_child
+    if find_libcupti() is None:
+        pytest.skip("no libcupti here (the CUDA toolkit or NVIDIA's cupti wheel has it)")
+    rc, out = run_child("""
+        import json
+        import numpy as np
+        import fastmog
+        from cuda_calls import CudaCalls
+        n = 50
+        sub = fastmog.BackgroundSubtractorMOG2()
+        s = fastmog.Stream()
+        frame = fastmog.GpuMat.from_array(np.arange(64 * 64, dtype=np.uint8).reshape(64, 64),
+                                          stream=s)
+        fg = fastmog.GpuMat((64, 64))
+        calls = CudaCalls()
+        for timer in (None, fastmog.Timer()):
+            for _ in range(5):
+                sub.apply(frame, fgmask=fg, stream=s, timer=timer)
+            s.synchronize()
+            with calls:
+                for _ in range(n):
+                    sub.apply(frame, fgmask=fg, stream=s, timer=timer)
+            print(json.dumps(dict(calls.counts)))
+            s.synchronize()
+        calls.close()
+    """)
+    assert rc == 0, out
+    off, on = (json.loads(line) for line in out.strip().splitlines()[-2:])
+    launches = sum(c for name, c in off.items() if "Launch" in name)
+    assert launches > 0 and launches % 50 == 0, off
+    needless = {name: c for name, c in off.items()
+                if any(k in name for k in ("Event", "Synchronize", "Query", "Malloc", "Free", "Memcpy"))}
+    assert not needless, f"timer off, 50 applies made {needless} (all calls: {off})"
+    assert all(c % 50 == 0 for c in off.values()), f"not the same calls every apply: {off}"
+    assert any("EventRecord" in name for name in on), f"no timer events counted: {on}"
+    print(f"\ntimer off, per apply: {off}\ntimer on, per apply: {on}")
+
+@pytest.mark.gpu
 def test_agrees_with_torch_profiler(rng, tmp_path):
     """300 frames of 4K upload -> apply -> download timed by fastmog and by
     PyTorch's CUPTI-based profiler at once: per-operation GPU time agrees

@@ -223,6 +223,24 @@ def test_close_refused_while_a_download_waits():
     assert rc == 0 and "OK" in out, out
 
 
+def test_cuda_array_interface_export_lives_until_the_gpumat_is_gone(cupy):
+    """The CUDA Array Interface has no release signal: a consumer holds the
+    GpuMat object, not its memory. close() and del while CuPy holds it must
+    leave the bytes in place (new GpuMats on the same thread would otherwise
+    get the block first)."""
+    s = fastmog.Stream()
+    m = fastmog.GpuMat.from_array(np.full(SIZE, 7, np.uint8), stream=s)
+    s.synchronize()
+    view = cupy.asarray(m)                       # keeps the object m alive
+    m.close()
+    del m
+    owners = _new_owners(s, 99)
+    got = cupy.asnumpy(view)
+    assert np.count_nonzero(got != 7) == 0, "CuPy's view read a new owner's bytes"
+    assert all(o.download(stream=s)[0, 0] == 99 for o in owners)
+    s.close()
+
+
 # ---- item 4: mode_counts() cannot be written through; damaged counts stay bounded --
 
 def test_mode_counts_has_no_cuda_array_interface(stream, rng):
