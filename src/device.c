@@ -64,11 +64,26 @@ static cudaError_t query_event(void *handle)
     return cudaEventQuery((cudaEvent_t)handle);
 }
 
-static double now_seconds(void)
+int64_t fm_monotonic_ns(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static double now_seconds(void)
+{
+    return 1e-9 * (double)fm_monotonic_ns();
+}
+
+/* When this thread's last wait saw its work done, before it took the GIL
+ * back (0: it failed). The time after it went to getting the GIL from other
+ * Python threads, not to the GPU: the timer charges it to them. */
+static _Thread_local int64_t wait_done_ns;
+
+int64_t fm_wait_done_ns(void)
+{
+    return wait_done_ns;
 }
 
 /* Polls until the work is done. The first milliseconds spin (short GPU work
@@ -77,9 +92,12 @@ static double now_seconds(void)
 static int wait_until_done(fm_state *st, fm_query_fn query, void *handle,
                            const char *what)
 {
+    wait_done_ns = 0;
     cudaError_t err = query(handle);
-    if (err == cudaSuccess)
+    if (err == cudaSuccess) {
+        wait_done_ns = fm_monotonic_ns();
         return 0;
+    }
     if (err != cudaErrorNotReady)
         return fm_cuda_fail(st, err, "%s", what);
 
@@ -89,8 +107,11 @@ static int wait_until_done(fm_state *st, fm_query_fn query, void *handle,
         const double slice_end = now_seconds() + 0.020;
         for (;;) {
             err = query(handle);
-            if (err != cudaErrorNotReady)
+            if (err != cudaErrorNotReady) {
+                if (err == cudaSuccess)
+                    wait_done_ns = fm_monotonic_ns();   /* taking the GIL back comes after */
                 break;
+            }
             const double t = now_seconds();
             if (t >= slice_end)
                 break;

@@ -181,6 +181,11 @@ int fm_resolve_device(fm_state *st, PyObject *arg, int *device);
  * interrupted or failed. `what` names the operation for errors. */
 int fm_wait_stream(fm_state *st, fm_Stream *stream, const char *what);
 int fm_wait_event(fm_state *st, cudaEvent_t event, const char *what);
+/* CLOCK_MONOTONIC in ns (time.perf_counter's clock on Linux); when this
+ * thread's last wait saw its work done, before taking the GIL back (0 if it
+ * failed). */
+int64_t fm_monotonic_ns(void);
+int64_t fm_wait_done_ns(void);
 
 /* Stream.query and Event.query: True when the work is done, False while it
  * runs, CudaError else; asks `event`, or `stream` when event is NULL. */
@@ -374,6 +379,8 @@ typedef struct fm_record {
     uintptr_t behind_stream;    /* the stream that wait was for, or 0 */
     int session;                /* decoder session of a decode record, or -1 */
     int64_t wait_start_ns;      /* host time the first blocking wait began, or 0 */
+    int64_t gil_ns;             /* of waited_ns, the time after the GPU work was done:
+                                 * taking the GIL back from other Python threads */
     /* Bytes the call's GPU work reads and writes, by fastmog's own count
      * (frames, masks, the model: see fm_mog2_bytes). */
     int64_t bytes_read, bytes_written;

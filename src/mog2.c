@@ -332,7 +332,8 @@ static int reused_batch_masks(fm_state *st, fm_MOG2 *self, const fm_image_shape 
 /* apply() and apply_batch(): one path, apply's frame being a batch of one
  * whose arguments are named frame and fgmask and whose result is the mask
  * itself. */
-static PyObject *apply_frames(PyObject *op, PyObject *args, PyObject *kwargs, int batch)
+static PyObject *apply_frames(PyObject *op, PyObject *const *args, Py_ssize_t nargs,
+                                 PyObject *kwnames, int batch)
 {
     fm_state *st = fm_state_of(op);
     fm_MOG2 *self = (fm_MOG2 *)op;
@@ -345,7 +346,7 @@ static PyObject *apply_frames(PyObject *op, PyObject *args, PyObject *kwargs, in
     fm_device_guard guard;
     fm_call call;
 
-    if (fm_mog2_call_args_parse(st, args, kwargs, flags, self->device, &a) < 0
+    if (fm_mog2_call_args_parse(st, args, nargs, kwnames, flags, self->device, &a) < 0
         || fm_mog2_call_frames(&a, flags, &seq) < 0)
         return NULL;
     fm_Stream *stream = a.stream;
@@ -434,14 +435,16 @@ out:
     return result;
 }
 
-static PyObject *MOG2_apply(PyObject *op, PyObject *args, PyObject *kwargs)
+static PyObject *MOG2_apply(PyObject *op, PyObject *const *args, Py_ssize_t nargs,
+                             PyObject *kwnames)
 {
-    return apply_frames(op, args, kwargs, 0);
+    return apply_frames(op, args, nargs, kwnames, 0);
 }
 
-static PyObject *MOG2_apply_batch(PyObject *op, PyObject *args, PyObject *kwargs)
+static PyObject *MOG2_apply_batch(PyObject *op, PyObject *const *args, Py_ssize_t nargs,
+                                   PyObject *kwnames)
 {
-    return apply_frames(op, args, kwargs, 1);
+    return apply_frames(op, args, nargs, kwnames, 1);
 }
 
 /* ---- apply_cameras: many models, one launch ------------------------------ */
@@ -758,9 +761,10 @@ static int MOG2_clear(PyObject *op)
 }
 
 static PyMethodDef MOG2_methods[] = {
-    {"apply", (PyCFunction)(void (*)(void))MOG2_apply, METH_VARARGS | METH_KEYWORDS,
+    {"apply", (PyCFunction)(void (*)(void))MOG2_apply, METH_FASTCALL | METH_KEYWORDS,
      FM_DOC_MOG2_APPLY},
-    {"apply_batch", (PyCFunction)(void (*)(void))MOG2_apply_batch, METH_VARARGS | METH_KEYWORDS,
+    {"apply_batch", (PyCFunction)(void (*)(void))MOG2_apply_batch,
+     METH_FASTCALL | METH_KEYWORDS,
      FM_DOC_MOG2_APPLY_BATCH},
     {"get_background_image", (PyCFunction)(void (*)(void))MOG2_get_background_image,
      METH_VARARGS | METH_KEYWORDS, FM_DOC_MOG2_GET_BACKGROUND_IMAGE},

@@ -37,38 +37,75 @@ int fm_mog2_learning_rate_arg(PyObject *arg, double *rate)
     return 0;
 }
 
-int fm_mog2_call_args_parse(fm_state *st, PyObject *args, PyObject *kwargs, int flags,
-                            int device, fm_mog2_call_args *a)
+/* Keyword `key` among `names` (NULL-ended): its index, or -1. */
+static int keyword_index(PyObject *key, const char *const *names)
 {
-    /* Indexed by flags: host apply, host apply_batch, GPU apply, GPU apply_batch. */
-    static char *kwlists[4][7] = {
-        {"", "learning_rate", "fgmask", "known_foreground", "timer", NULL},
-        {"", "learning_rate", "fgmasks", "known_foreground", "timer", NULL},
-        {"", "learning_rate", "stream", "fgmask", "known_foreground", "timer", NULL},
-        {"", "learning_rate", "stream", "fgmasks", "known_foreground", "timer", NULL},
+    for (int i = 0; names[i] != NULL; i++)
+        if (PyUnicode_Check(key) && PyUnicode_CompareWithASCIIString(key, names[i]) == 0)
+            return i;
+    return -1;
+}
+
+/* apply and apply_batch are METH_FASTCALL: their arguments are read where the
+ * caller left them, with no tuple or dict built per frame (the host cost of
+ * a frame is mostly this and the launch). apply(frame, learning_rate=-1, *,
+ * stream, fgmask=None, known_foreground=None, timer=None); apply_batch takes
+ * frames and fgmasks; the host subtractor has no stream. */
+int fm_mog2_call_args_parse(fm_state *st, PyObject *const *args, Py_ssize_t nargs,
+                            PyObject *kwnames, int flags, int device, fm_mog2_call_args *a)
+{
+    /* Indexed by flags: host apply, host apply_batch, GPU apply, GPU apply_batch.
+     * Slot 0 is learning_rate (also positional); the rest are keyword-only. */
+    static const char *const keywords[4][6] = {
+        {"learning_rate", "fgmask", "known_foreground", "timer", NULL},
+        {"learning_rate", "fgmasks", "known_foreground", "timer", NULL},
+        {"learning_rate", "fgmask", "known_foreground", "timer", "stream", NULL},
+        {"learning_rate", "fgmasks", "known_foreground", "timer", "stream", NULL},
     };
-    static const char *formats[4] = {"O|O$OOO:apply", "O|O$OOO:apply_batch",
-                                     "O|O$OOOO:apply", "O|O$OOOO:apply_batch"};
-    PyObject *rate_arg = NULL, *stream_arg = NULL;
+    const char *const *names = keywords[flags];
+    const char *fname = flags & FM_MOG2_CALL_BATCH ? "apply_batch" : "apply";
+    PyObject *values[5] = {NULL, NULL, NULL, NULL, NULL};
     a->st = st;
     a->stream = NULL;
     a->fgmasks = a->known = Py_None;
     a->timer = NULL;
-    int ok = flags & FM_MOG2_CALL_GPU
-        ? PyArg_ParseTupleAndKeywords(args, kwargs, formats[flags], kwlists[flags], &a->frames,
-                                      &rate_arg, &stream_arg, &a->fgmasks, &a->known, &a->timer)
-        : PyArg_ParseTupleAndKeywords(args, kwargs, formats[flags], kwlists[flags], &a->frames,
-                                      &rate_arg, &a->fgmasks, &a->known, &a->timer);
-    if (!ok)
+    if (nargs < 1 || nargs > 2) {
+        PyErr_Format(PyExc_TypeError, "%s() takes 1 or 2 positional arguments (%s, "
+                     "learning_rate) but %zd were given", fname,
+                     flags & FM_MOG2_CALL_BATCH ? "frames" : "frame", nargs);
         return -1;
+    }
+    a->frames = args[0];
+    values[0] = nargs == 2 ? args[1] : NULL;
+    Py_ssize_t nkw = kwnames == NULL ? 0 : PyTuple_GET_SIZE(kwnames);
+    for (Py_ssize_t i = 0; i < nkw; i++) {
+        PyObject *key = PyTuple_GET_ITEM(kwnames, i);
+        int k = keyword_index(key, names);
+        if (k < 0) {
+            PyErr_Format(PyExc_TypeError, "%s() got an unexpected keyword argument '%S'",
+                         fname, key);
+            return -1;
+        }
+        if (values[k] != NULL) {
+            PyErr_Format(PyExc_TypeError, "%s() got multiple values for argument '%s'",
+                         fname, names[k]);
+            return -1;
+        }
+        values[k] = args[nargs + i];
+    }
+    if (values[1] != NULL)
+        a->fgmasks = values[1];
+    if (values[2] != NULL)
+        a->known = values[2];
+    a->timer = values[3];
     if (flags & FM_MOG2_CALL_GPU) {
-        if ((a->stream = fm_require_stream(st, stream_arg, device)) == NULL)
+        if ((a->stream = fm_require_stream(st, values[4], device)) == NULL)
             return -1;
         if (!(flags & FM_MOG2_CALL_BATCH) && a->fgmasks != Py_None
             && fm_gpumat_check_open(st, a->fgmasks, "fgmask") == NULL)
             return -1;
     }
-    return fm_mog2_learning_rate_arg(rate_arg, &a->learning_rate);
+    return fm_mog2_learning_rate_arg(values[0], &a->learning_rate);
 }
 
 /* The step of one frame after a model built for `had` has seen

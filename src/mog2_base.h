@@ -189,8 +189,8 @@ enum {
 /* Parses and checks them in the order the methods always have: the stream,
  * a GPU apply's fgmask (an open GpuMat), then the learning rate. 0, or -1
  * with TypeError / ValueError. */
-int fm_mog2_call_args_parse(fm_state *st, PyObject *args, PyObject *kwargs, int flags,
-                            int device, fm_mog2_call_args *a);
+int fm_mog2_call_args_parse(fm_state *st, PyObject *const *args, Py_ssize_t nargs,
+                            PyObject *kwnames, int flags, int device, fm_mog2_call_args *a);
 /* The call's frames as sequences: apply_batch's as fm_mog2_sequences_get
  * takes them, apply's one frame as its own arguments (`one` set), so both
  * methods are one path. 0, or -1 with an exception set. */

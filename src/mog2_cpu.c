@@ -173,7 +173,8 @@ static PyObject *timed_apply(fm_state *st, fm_MOG2Cpu *self, const char *name, P
 /* apply() and apply_batch(): one path, apply's frame being a batch of one
  * whose arguments are named frame and fgmask and whose result is one
  * H x W mask. */
-static PyObject *apply_frames(PyObject *op, PyObject *args, PyObject *kwargs, int batch)
+static PyObject *apply_frames(PyObject *op, PyObject *const *args, Py_ssize_t nargs,
+                                 PyObject *kwnames, int batch)
 {
     fm_MOG2Cpu *self = (fm_MOG2Cpu *)op;
     fm_state *st = fm_state_of(op);
@@ -185,7 +186,7 @@ static PyObject *apply_frames(PyObject *op, PyObject *args, PyObject *kwargs, in
     fm_mog2_step one_step, *steps = &one_step;   /* apply allocates only its mask */
     fm_host_image first, frame;
 
-    if (fm_mog2_call_args_parse(st, args, kwargs, flags, -1, &a) < 0
+    if (fm_mog2_call_args_parse(st, args, nargs, kwnames, flags, -1, &a) < 0
         || fm_mog2_call_frames(&a, flags, &seq) < 0)
         return NULL;
     const int count = seq.count;
@@ -230,14 +231,16 @@ out:
     return masks;
 }
 
-static PyObject *MOG2Cpu_apply(PyObject *op, PyObject *args, PyObject *kwargs)
+static PyObject *MOG2Cpu_apply(PyObject *op, PyObject *const *args, Py_ssize_t nargs,
+                                PyObject *kwnames)
 {
-    return apply_frames(op, args, kwargs, 0);
+    return apply_frames(op, args, nargs, kwnames, 0);
 }
 
-static PyObject *MOG2Cpu_apply_batch(PyObject *op, PyObject *args, PyObject *kwargs)
+static PyObject *MOG2Cpu_apply_batch(PyObject *op, PyObject *const *args, Py_ssize_t nargs,
+                                      PyObject *kwnames)
 {
-    return apply_frames(op, args, kwargs, 1);
+    return apply_frames(op, args, nargs, kwnames, 1);
 }
 
 static PyObject *cpu_apply_cameras(PyObject *module, PyObject *args, PyObject *kwargs)
@@ -455,10 +458,10 @@ static int MOG2Cpu_traverse(PyObject *op, visitproc visit, void *arg)
 }
 
 static PyMethodDef MOG2Cpu_methods[] = {
-    {"apply", (PyCFunction)(void (*)(void))MOG2Cpu_apply, METH_VARARGS | METH_KEYWORDS,
+    {"apply", (PyCFunction)(void (*)(void))MOG2Cpu_apply, METH_FASTCALL | METH_KEYWORDS,
      FM_DOC_MOG2CPU_APPLY},
     {"apply_batch", (PyCFunction)(void (*)(void))MOG2Cpu_apply_batch,
-     METH_VARARGS | METH_KEYWORDS, FM_DOC_MOG2CPU_APPLY_BATCH},
+     METH_FASTCALL | METH_KEYWORDS, FM_DOC_MOG2CPU_APPLY_BATCH},
     {"get_background_image", (PyCFunction)(void (*)(void))MOG2Cpu_get_background_image,
      METH_VARARGS | METH_KEYWORDS, FM_DOC_MOG2CPU_GET_BACKGROUND_IMAGE},
     {"getBackgroundImage", (PyCFunction)(void (*)(void))MOG2Cpu_get_background_image,

@@ -8,9 +8,7 @@
 
 static int64_t now_ns(void)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+    return fm_monotonic_ns();
 }
 
 /* ---- events --------------------------------------------------------------- */
@@ -258,7 +256,11 @@ void fm_call_wait_end(fm_state *st, fm_call *call)
     (void)st;
     if (call->timer == NULL || call->wait_start == 0)
         return;
-    call->timer->records[call->record].waited_ns += now_ns() - call->wait_start;
+    fm_record *r = &call->timer->records[call->record];
+    const int64_t end = now_ns(), done = fm_wait_done_ns();
+    r->waited_ns += end - call->wait_start;
+    if (done >= call->wait_start && done <= end)
+        r->gil_ns += end - done;
     call->wait_start = 0;
 }
 
@@ -431,11 +433,12 @@ static PyObject *Timer_raw_records(PyObject *op, PyObject *Py_UNUSED(ignored))
             }
         }
         PyObject *item = Py_BuildValue(
-            "(szKiiiiiLLLNNNiNiKiLLL)", r->name, r->activity, (unsigned long long)r->stream,
+            "(szKiiiiiLLLNNNiNiKiLLLL)", r->name, r->activity, (unsigned long long)r->stream,
             r->device, r->height, r->width, r->channels, r->parent, (long long)r->host_start_ns,
             (long long)r->host_ns, (long long)r->waited_ns, gpu, gpu_start, causes, r->n_causes,
             queued, r->behind, (unsigned long long)r->behind_stream, r->session,
-            (long long)r->wait_start_ns, (long long)r->bytes_read, (long long)r->bytes_written);
+            (long long)r->wait_start_ns, (long long)r->bytes_read, (long long)r->bytes_written,
+            (long long)r->gil_ns);
         if (item == NULL) {
             Py_DECREF(list);
             return NULL;

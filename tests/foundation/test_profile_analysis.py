@@ -22,7 +22,7 @@ class Builder:
 
     def add(self, name, activity=None, stream=0, host=(0.0, 0.0), gpu=None, *, queued=None,
             waited=0.0, wait_start=None, waited_on=(), behind=None, session=None, parent=None,
-            nbytes=(0, 0), shape=()):
+            nbytes=(0, 0), shape=(), gil=0.0):
         i = len(self.records)
         self.records.append(CallRecord(
             index=i, name=name, activity=activity, stream=stream, device=0 if gpu else -1,
@@ -32,7 +32,7 @@ class Builder:
             waited_on_count=len(waited_on),
             queued_start=None if queued is None else queued * MS, behind=behind,
             session=session, wait_start=None if wait_start is None else wait_start * MS,
-            bytes_read=nbytes[0], bytes_written=nbytes[1]))
+            bytes_read=nbytes[0], bytes_written=nbytes[1], gil_ms=gil))
         return i
 
 
@@ -62,6 +62,24 @@ def test_a_download_waiting_on_an_apply_waiting_on_a_decode_is_charged_to_the_de
     # and the chain names the call in between
     chain = max(causes, key=causes.get)
     assert chain == ("VideoReader.decode (NVDEC)", ("BackgroundSubtractorMOG2.apply",))
+
+
+def test_a_waits_tail_after_the_gpu_work_is_charged_to_the_gil():
+    """The NVDEC run on the H200: a download's GPU work was done 0.35 ms into
+    a 28.9 ms wait; the rest went to taking the GIL back from the session
+    threads. It was charged, by GPU time, to the apply and the download."""
+    b = Builder()
+    apply = b.add("BackgroundSubtractorMOG2.apply", "kernel mog2_apply", stream=1,
+                  host=(0, 0.02), gpu=(0.05, 0.2))
+    down = b.add("GpuMat.download", "memcpy DtoH", stream=1, host=(0.03, 29.0),
+                 gpu=(0.25, 0.15), waited=28.9, wait_start=0.1, waited_on=(apply,), gil=28.5)
+    prof = pa.Profile(b.records)
+    roots = {}
+    for (root, _), ms in prof.wait_causes(b.records[down]).items():
+        roots[root] = roots.get(root, 0) + ms
+    assert roots[pa.GIL] == pytest.approx(28.5)
+    assert sum(v for k, v in roots.items() if k != pa.GIL) == pytest.approx(0.4)
+    assert "taking the GIL back" in prof.verdict()
 
 
 def test_a_calls_own_queued_window_less_its_nested_upload_is_charged_to_the_producer():

@@ -212,6 +212,36 @@ def test_timer_off_means_no_events_and_no_extra_cuda_calls():
     print(f"\ntimer off, per apply: {off}\ntimer on, per apply: {on}")
 
 @pytest.mark.gpu
+def test_a_wait_names_the_time_spent_taking_the_gil_back(rng, stream):
+    """A Python thread that never blocks keeps the GIL for its switch
+    interval: a blocking download whose copy is done long before must say
+    that the rest of its wait was the GIL, not the GPU."""
+    import threading
+    from fastmog.profiling import _analysis as pa
+    frame = fastmog.GpuMat.from_array(random_image(rng, (256, 256), np.uint8), stream=stream)
+    sub, timer = fastmog.BackgroundSubtractorMOG2(), fastmog.Timer()
+    stop = threading.Event()
+
+    def spin():
+        while not stop.is_set():
+            sum(range(1000))
+
+    spinner = threading.Thread(target=spin)
+    spinner.start()
+    try:
+        for _ in range(50):
+            sub.apply(frame, stream=stream, timer=timer).download(stream=stream, timer=timer)
+    finally:
+        stop.set()
+        spinner.join()
+    downloads = [r for r in timer.records if r.name == "GpuMat.download"]
+    assert all(0 <= r.gil_ms <= r.waited_ms for r in downloads)
+    assert sum(r.gil_ms for r in downloads) > 0.5 * sum(r.waited_ms for r in downloads), \
+        [(r.waited_ms, r.gil_ms) for r in downloads]
+    prof = pa.Profile(timer.records)
+    assert any(root == pa.GIL for r in downloads for root, _ in prof.wait_causes(r))
+
+@pytest.mark.gpu
 def test_agrees_with_torch_profiler(rng, tmp_path):
     """300 frames of 4K upload -> apply -> download timed by fastmog and by
     PyTorch's CUPTI-based profiler at once: per-operation GPU time agrees

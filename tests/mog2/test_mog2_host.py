@@ -102,6 +102,13 @@ def test_host_bad_input_changes_nothing(rng):
         (ValueError, lambda: sub.apply(frame, known_foreground=np.zeros((23, 32), np.uint8))),
         (ValueError, lambda: sub.apply(frame, float("nan"))),
         (TypeError, lambda: sub.apply(frame.tolist())),
+        # apply reads its arguments itself (METH_FASTCALL): what Python's parser did
+        (TypeError, lambda: sub.apply()),
+        (TypeError, lambda: sub.apply(frame, 0.1, None)),
+        (TypeError, lambda: sub.apply(frame, 0.1, learning_rate=0.2)),
+        (TypeError, lambda: sub.apply(frame, fgmasks=None)),
+        (TypeError, lambda: sub.apply(frame, stream=None)),
+        (TypeError, lambda: sub.apply_batch([frame], fgmask=None)),
     ]
     for error, call in bad_calls:
         with pytest.raises(error):

@@ -27,6 +27,10 @@ from typing import Any, Iterable, Sequence
 
 H2D, D2H, SM, HOST = "H2D copies", "D2H copies", "kernels (SMs)", "host"
 DECODE = "NVDEC decode"
+# A wait's tail after its GPU work was done (CallRecord.gil_ms): the waiting
+# thread was taking the GIL back from the others (an NVDEC session thread,
+# say), which no GPU window explains.
+GIL = "the GIL (other Python threads)"
 
 _LABELS = {H2D: "host->device copies (PCIe)", D2H: "device->host copies (PCIe)",
            SM: "MOG2 kernels", HOST: "the host (Python or the frame producer)",
@@ -319,6 +323,12 @@ class Profile:
         end = host_window(r)[1]
         lo = ws if ws is not None else end - r.waited_ms / 1e3
         hi = min(end, lo + r.waited_ms / 1e3)
+        gil = min(getattr(r, "gil_ms", 0.0) or 0.0, r.waited_ms) / 1e3
+        if gil > 0:
+            out[(GIL, ())] += 1e3 * gil
+            hi -= gil
+            if hi <= lo:
+                return dict(out)
         targets = [self.records[i] for i in r.waited_on if 0 <= i < len(self.records)]
         if gpu_window(r) is not None and r.index not in r.waited_on:
             targets.append(r)           # a blocking copy waits for itself too
@@ -459,6 +469,12 @@ class Profile:
                 others.append(f"{_LABELS[k]} busy {100 * v:.0f} %: could take about "
                               f"{min(1 / v, 999):.1f}x more frames")
         line = f"verdict: bound by {_LABELS[top]}: {why}"
+        gil = sum(getattr(r, "gil_ms", 0.0) or 0.0 for r in self.records
+                  if self._main_thread(r)) / 1e3
+        if self.seconds > 0 and gil / self.seconds >= 0.05:
+            others.append(f"the main thread spent {100 * gil / self.seconds:.0f} % of the run "
+                          f"taking the GIL back from other Python threads after its GPU work "
+                          f"was done")
         return "; ".join([line] + others)
 
 

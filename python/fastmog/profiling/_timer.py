@@ -28,8 +28,10 @@ class CallRecord:
     is time queued behind other work, never part of gpu_ms. behind is the
     record a GPU wait was for (Stream.wait: the call that recorded the
     event), session a decoder session, wait_start when the host began to
-    block, bytes_read/bytes_written the bytes its GPU work moves by fastmog's
-    own count (frames, masks, the model)."""
+    block, gil_ms the part of waited_ms after the GPU work was done (taking
+    the GIL back from other Python threads), bytes_read/bytes_written the
+    bytes its GPU work moves by fastmog's own count (frames, masks, the
+    model)."""
 
     index: int
     name: str
@@ -53,6 +55,7 @@ class CallRecord:
     bytes_read: int = 0
     bytes_written: int = 0
     gpu_ms_raw: float | None = None   # the events' own window, before the latency is taken off
+    gil_ms: float = 0.0     # of waited_ms, after the GPU work was done: getting the GIL back
 
     @property
     def gpu_end(self):
@@ -64,8 +67,8 @@ def _records(raw):
     for i, r in enumerate(raw):
         (name, activity, stream, device, h, w, c, parent, start_ns, host_ns, waited_ns,
          gpu_ms, gpu_start_ns, causes, n_causes) = r[:15]
-        queued_ns, behind, behind_stream, session, wait_ns, read, written = (
-            r[15:22] if len(r) >= 22 else (None, -1, 0, -1, 0, 0, 0))
+        queued_ns, behind, behind_stream, session, wait_ns, read, written, gil_ns = (
+            r[15:23] if len(r) >= 23 else (None, -1, 0, -1, 0, 0, 0, 0))
         out.append(CallRecord(
             index=i, name=name, activity=activity, stream=stream, device=device,
             shape=(h, w, c) if h > 0 else (), parent=None if parent < 0 else parent,
@@ -76,7 +79,7 @@ def _records(raw):
             behind=None if behind < 0 else behind, behind_stream=behind_stream,
             session=None if session < 0 else session,
             wait_start=wait_ns / 1e9 if wait_ns else None,
-            bytes_read=read, bytes_written=written))
+            bytes_read=read, bytes_written=written, gil_ms=gil_ns / 1e6))
     return out
 
 
