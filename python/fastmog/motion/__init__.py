@@ -1,8 +1,10 @@
 """From masks to motion: morphology and connected regions (so far on the
 host, fastmog.cpu.morphology and fastmog.cpu.connected_components, bit for
-bit OpenCV's). The structuring elements (_element) and the regions found
-(_regions) are shared by every face of the motion step."""
+bit OpenCV's) and zones. The structuring elements (_element), the regions
+found (_regions) and the zones (_zones, polygons filled as cv2.fillPoly
+fills them) are shared by every face of the motion step."""
 from ._element import OPS, SHAPES, structuring_element
 from ._regions import Regions
+from ._zones import zone_mask
 
-__all__ = ["OPS", "Regions", "SHAPES", "structuring_element"]
+__all__ = ["OPS", "Regions", "SHAPES", "structuring_element", "zone_mask"]
