@@ -2,11 +2,12 @@
 numpy in and numpy out, no streams. MOG2 here is the reference the GPU is
 tested against and what the main job uses where no GPU is usable; the NV12
 conversion is cv2.cvtColor's, morphology cv2.morphologyEx's and the regions
-cv2.connectedComponentsWithStats's, bit for bit."""
+cv2.connectedComponentsWithStats's, bit for bit; MotionDetector puts them
+together with zones and events."""
 from . import _fastmog
 from ._fastmog import _CpuBackgroundSubtractorMOG2 as BackgroundSubtractorMOG2
 from ._fastmog import _mog2_parameters
-from .motion import Regions, _element, _regions
+from .motion import Regions, _detector, _element, _regions
 
 
 # the defaults come from the C parameter table, looked up once
@@ -65,8 +66,27 @@ def connected_components(mask, *, connectivity=8, min_area=0, foreground=255, la
     return Regions(len(stats), stats, centroids, image)
 
 
+class MotionDetector(_detector.Detector):
+    __doc__ = (_detector.Detector.__doc__ or "") + """
+
+    The host face: update(mask) takes the H x W uint8 mask of a subtractor
+    and gives the frame's fastmog.motion.FrameMotion (its morphology and
+    regions are morphology() and connected_components() here, OpenCV's bit
+    for bit); finish() ends the open events; events lists those ended."""
+
+    def _clean(self, mask):
+        if self.morphology is None:
+            return mask
+        op, kernel, shape = self.morphology
+        return morphology(mask, op, kernel, shape=shape, out=mask)
+
+    def _regions(self, mask):
+        return connected_components(mask, connectivity=self.connectivity,
+                                    min_area=self.min_area)
+
+
 __all__ = ["BackgroundSubtractorMOG2", "createBackgroundSubtractorMOG2", "nv12_to_bgr",
-           "nv21_to_bgr", "morphology", "connected_components"]
+           "nv21_to_bgr", "morphology", "connected_components", "MotionDetector"]
 
 
 def apply_cameras(subtractors, frames, learning_rate=-1.0, *, fgmasks=None,

@@ -201,37 +201,49 @@ def _is_point(item) -> bool:
             and all(isinstance(v, numbers.Number) for v in item))
 
 
+def polygons(zone):
+    """The polygons of a zone given as points, checked (no frame needed), or
+    None for an array, which zone_mask checks against the frame."""
+    if isinstance(zone, np.ndarray) and not (zone.ndim == 2 and zone.shape[1] == 2):
+        return None
+    if isinstance(zone, (str, bytes)) or not hasattr(zone, "__len__") or len(zone) == 0:
+        raise TypeError(f"a zone is a polygon, a list of polygons or a mask, not {zone!r}")
+    parts = [zone] if all(_is_point(p) for p in zone) else list(zone)
+    out = []
+    for k, p in enumerate(parts):
+        what = "zone" if len(parts) == 1 else f"zone polygon {k}"
+        if isinstance(p, (str, bytes)) or not hasattr(p, "__len__"):
+            raise TypeError(f"{what} must be a sequence of (x, y) points, not {p!r}")
+        out.append(_polygon(p, what))
+    return out
+
+
 def zone_mask(zone, shape) -> np.ndarray:
     """The uint8 mask (255 = in the zone) of `zone` on a frame of `shape`
     (height, width): a polygon (a sequence of (x, y) integer points, at least
     3), several polygons filled together (a sequence of polygons, as one
     cv2.fillPoly call fills them: where they overlap an even number of times
     is out), or a 2-D array of that shape (nonzero = in). Polygons may cross
-    or lie beyond the frame's border; a zone with no pixel in the frame is a
+    or lie beyond the frame's border. An array of the frame's shape is a mask,
+    any other (N, 2) array a polygon. A zone with no pixel in the frame is a
     ValueError, like any malformed one."""
     if (not isinstance(shape, (tuple, list)) or len(shape) != 2
             or not all(isinstance(n, numbers.Integral) and not isinstance(n, bool) and int(n) > 0
                        for n in shape)):
         raise ValueError(f"shape must be (height, width) of positive ints, got {shape!r}")
     h, w = int(shape[0]), int(shape[1])
-    if isinstance(zone, np.ndarray) and zone.ndim == 2 and zone.shape[1] != 2 \
-            and zone.shape != (h, w):
-        raise ValueError(f"a zone mask must be {h}x{w} (the frame), got {zone.shape}")
     if isinstance(zone, np.ndarray) and zone.shape == (h, w):
         if zone.dtype.kind not in "biu":
             raise TypeError(f"a zone mask must be integer or bool, not {zone.dtype}")
         img = np.where(zone != 0, 255, 0).astype(np.uint8)
     else:
-        if isinstance(zone, (str, bytes)) or not hasattr(zone, "__len__") or len(zone) == 0:
-            raise TypeError(f"a zone is a polygon, a list of polygons or a mask, not {zone!r}")
-        polygons = [zone] if all(_is_point(p) for p in zone) else list(zone)
+        parts = polygons(zone)
+        if parts is None:
+            raise ValueError(f"a zone mask must be {h}x{w} (the frame), got {zone.shape}")
         img = np.zeros((h, w), np.uint8)
         edges: list = []
-        for k, p in enumerate(polygons):
-            what = "zone" if len(polygons) == 1 else f"zone polygon {k}"
-            if isinstance(p, (str, bytes)) or not hasattr(p, "__len__"):
-                raise TypeError(f"{what} must be a sequence of (x, y) points, not {p!r}")
-            _outline_and_edges(img, _polygon(p, what), edges)
+        for points in parts:
+            _outline_and_edges(img, points, edges)
         _fill(img, edges)
     if not img.any():
         raise ValueError(f"the zone has no pixel inside the {w}x{h} frame")
