@@ -143,7 +143,8 @@ class Detector:
         self._check(mask)
         if self._zones is None:
             self._build(mask.shape)
-        clean = self._clean(np.where(mask == self.foreground, 255, 0).astype(np.uint8))
+        # uint8 scalars: the binary mask is made once, with no int64 copy
+        clean = self._clean(np.where(mask == self.foreground, np.uint8(255), np.uint8(0)))
         fraction = float(np.count_nonzero(clean) / clean.size)
         light = fraction > self.light_switch
         zones, ended = [], []

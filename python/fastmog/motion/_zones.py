@@ -235,7 +235,7 @@ def zone_mask(zone, shape) -> np.ndarray:
     if isinstance(zone, np.ndarray) and zone.shape == (h, w):
         if zone.dtype.kind not in "biu":
             raise TypeError(f"a zone mask must be integer or bool, not {zone.dtype}")
-        img = np.where(zone != 0, 255, 0).astype(np.uint8)
+        img = np.where(zone != 0, np.uint8(255), np.uint8(0))
     else:
         parts = polygons(zone)
         if parts is None:
