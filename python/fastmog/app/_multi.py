@@ -8,7 +8,7 @@ import sys
 import time
 
 from .. import cpu
-from . import _checks, _sources, _writers
+from . import _checks, _signals, _sources, _writers
 from ._dask import live_workers, local_client, process_sources, source_name, unique_names
 from ._errors import EXIT_INCOMPLETE, EXIT_OK, EXIT_SHORT, UserError, shown
 from ._options import mog2_kwargs
@@ -93,11 +93,24 @@ def _terminal_for_fastmog_only():
     sys.stderr = open(saved, "w", buffering=1, errors="backslashreplace", closefd=False)
     try:
         yield
-    finally:
+    except KeyboardInterrupt:
+        # the cluster goes on closing in its own threads, logging as it goes:
+        # descriptor 2 stays on /dev/null to the end, fastmog's line still
+        # reaches the terminal
         sys.stderr.flush()
-        sys.stderr = previous
-        os.dup2(saved, 2)
-        os.close(saved)
+        sys.stderr = open(saved, "w", buffering=1, errors="backslashreplace")
+        raise
+    except BaseException:
+        _restore(previous, saved)
+        raise
+    _restore(previous, saved)
+
+
+def _restore(stderr, saved):
+    sys.stderr.flush()
+    sys.stderr = stderr
+    os.dup2(saved, 2)
+    os.close(saved)
 
 
 def run(args):
@@ -107,8 +120,11 @@ def run(args):
 
 
 def _run(args, sources, out_dirs):
-    cluster, where = _client(args)
-    with cluster as client:
+    with contextlib.ExitStack() as stack:
+        # a Ctrl-C in the cluster's start is raised once it is up, or has failed for it
+        with _signals.held(stop_explains_errors=True):
+            cluster, where = _client(args)
+            client = stack.enter_context(cluster)
         n_workers = len(live_workers(client))
         print(f"fastmog: {len(sources)} sources on {where} of {n_workers} Dask workers "
               f"({'the host reference' if args.cpu else 'a GPU each where there is one'})")

@@ -170,20 +170,35 @@ def _write_trace(timer, path):
         raise
 
 
-def main(argv=None):
+def main(argv=None, *, program=False):
     for out in (sys.stdout, sys.stderr):
         # a file name that is not UTF-8 must not turn a message into a traceback
         if hasattr(out, "reconfigure"):
             out.reconfigure(errors="backslashreplace")
     _cvio.quiet_opencv()
-    args = build_parser().parse_args(argv)
-    with _signals.handled():
-        return _main(args)
+    with _signals.handled() as ending:
+        try:
+            args = build_parser().parse_args(argv)
+        except KeyboardInterrupt as e:
+            print(f"fastmog: interrupted ({_signals.name(e)})", file=sys.stderr)
+            return _signals.exit_status(e)
+        status = _main(args)
+        if program:
+            ending.then_exit(status)
+        return status
+
+
+def program():
+    """The `fastmog` command and `python -m fastmog`: main(), then the
+    process ends with its status."""
+    _signals.ignore_at_exit()
+    sys.exit(main(program=True))
 
 
 def _main(args):
+    several = distributed(args)
     try:
-        if distributed(args):
+        if several:
             return _multi.run(args)
         args.input = args.input[0] if args.input else None
         return run(args)
@@ -198,7 +213,7 @@ def _main(args):
         print(f"fastmog: error: out of GPU memory ({e}): use smaller frames", file=sys.stderr)
     except KeyboardInterrupt as e:
         print(f"fastmog: interrupted ({_signals.name(e)})", file=sys.stderr)
-        if distributed(args):
+        if several:
             # a cluster cut short in its start is closed again at exit, with
             # tracebacks: after the one line, nothing more reaches the terminal
             sys.stderr.flush()
