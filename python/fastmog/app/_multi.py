@@ -8,7 +8,7 @@ import sys
 import time
 
 from .. import cpu
-from . import _checks, _signals, _sources, _writers
+from . import _checks, _motion, _signals, _sources, _writers
 from ._dask import live_workers, local_client, process_sources, source_name, unique_names
 from ._errors import EXIT_INCOMPLETE, EXIT_OK, EXIT_SHORT, UserError, shown
 from ._options import mog2_kwargs
@@ -29,6 +29,10 @@ def check(args):
         if getattr(args, name):
             raise UserError(f"{flag} is for a single source; it cannot be used with several "
                             f"sources, --workers or --scheduler")
+    if _motion.wanted(args):
+        raise UserError("the motion options (--zones, --morphology, --min-area, --threshold, "
+                        "--events, --regions) are for a single source; they cannot be used "
+                        "with several sources, --workers or --scheduler")
     if not args.input:
         raise UserError("--workers and --scheduler need sources: give one or more videos or "
                         "folders of frames")

@@ -7,6 +7,7 @@ import pathlib
 import re
 
 from .. import _fastmog
+from . import _motion
 from ._errors import EXIT_USAGE
 from ._sources import SourceOptions
 
@@ -148,8 +149,8 @@ def build_parser():
                         "video (.mkv or .avi) (default: masks are not kept)")
     p.add_argument("--overwrite", action="store_true",
                    help="let --out replace an existing video, or delete the mask_NNNNNN.png "
-                        "files in a non-empty folder first, and let --preview and --trace "
-                        "replace existing files; other files are never touched, and an "
+                        "files in a non-empty folder first, and let --preview, --trace, "
+                        "--events and --regions replace existing files; other files are never touched, and an "
                         "output that is or lies inside an input is always refused "
                         "(default: off, a used output is refused)")
     p.add_argument("--fps", type=_fps,
@@ -191,6 +192,7 @@ def build_parser():
                    help="CUDA device (default: the current one)")
     p.add_argument("--cpu", action="store_true",
                    help="use the host reference even with a GPU (default: off)")
+    _add_motion_options(p)
     d = p.add_argument_group(
         "several sources (Dask)", "Each source is processed in order on one worker, each "
         "worker on its own GPU or the host reference; needs fastmog[dask].")
@@ -203,6 +205,53 @@ def build_parser():
                             "workers must see the sources and --out) (default: none)")
     _add_mog2_options(p)
     return p
+
+
+def _morphology(text):
+    try:
+        return _motion.parse_morphology(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+
+
+def _fraction(text):
+    value = _float(text)
+    if not 0 <= value <= 1:
+        raise argparse.ArgumentTypeError(f"expected a fraction from 0 to 1, got {text!r}")
+    return value
+
+
+def _add_motion_options(p):
+    d = _motion.DEFAULTS
+    op, size = d["morphology"][:2]
+    m = p.add_argument_group(
+        "motion", "Any of these runs the motion step on each mask: morphology, the regions "
+        "of the foreground (255; shadows are not motion) in each zone, events over time "
+        f"(one starts after {d['min_event_frames']} frames over the threshold and ends after "
+        f"{d['gap_frames']} below it; a frame whose foreground passes "
+        f"{d['light_switch']:g} of the whole is a light switch, not motion). The summary "
+        "lists the events. One source only.")
+    m.add_argument("--zones", type=pathlib.Path, metavar="FILE",
+                   help="JSON list of zones, each a polygon [[x, y], ...] or "
+                        "{\"name\": ..., \"polygon\": [...]} or {\"polygons\": [[...], ...]}, "
+                        "in frame pixels, filled as cv2.fillPoly fills them (default: the "
+                        "whole frame)")
+    m.add_argument("--morphology", type=_morphology, metavar="OP:SIZE",
+                   help="clean the mask first: erode, dilate, open or close with a SIZE "
+                        "(k or WxH, up to 31) kernel, optionally :ellipse or :cross, as "
+                        f"cv2.morphologyEx does; none to skip (default: {op}:{size})")
+    m.add_argument("--min-area", type=lambda t: _count(t, least=0), metavar="N",
+                   help=f"drop regions under N pixels (default: {d['min_area']})")
+    m.add_argument("--threshold", type=_fraction, metavar="F",
+                   help="a zone has motion in a frame when at least this fraction of its "
+                        f"pixels is foreground (default: {d['threshold']:g})")
+    m.add_argument("--events", type=pathlib.Path, metavar="PATH",
+                   help="write the events as JSON lines, one per event: zone, frames, "
+                        "times, peak score, box (default: none)")
+    m.add_argument("--regions", type=pathlib.Path, metavar="PATH",
+                   help="write one JSON line per frame: foreground fraction, and for each "
+                        "zone its score, motion and regions [x, y, w, h, area] (default: "
+                        "none)")
 
 
 def distributed(args):

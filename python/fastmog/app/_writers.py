@@ -265,12 +265,16 @@ def check_preview(path):
 PREVIEW_PANEL_WIDTH = 1280      # a preview panel's width at most, unless full size is asked
 
 
-def write_preview(path, frame, mask, background, full_size=False):
+def write_preview(path, frame, mask, background, full_size=False, outlines=(), boxes=()):
     """frame | mask | background side by side, as one colour image; each panel
     scaled down to PREVIEW_PANEL_WIDTH wide unless full_size (a 4K preview
     would be 11520 pixels wide). The mask is scaled by nearest neighbour, so
-    it keeps only its own values."""
+    it keeps only its own values. On the frame, the motion step's zones
+    (`outlines`, polygons of (x, y) points) are drawn in yellow and its
+    regions (`boxes`, (x, y, w, h)) in red, at the frame's own size."""
     cv2 = _cvio.cv2("writing the preview")
+    if len(outlines) or len(boxes):
+        frame = _drawn(cv2, frame, outlines, boxes)
 
     def bgr(img, interpolation):
         if img.ndim == 3 and img.shape[2] == 1:        # NVDEC's luma plane is H x W x 1
@@ -284,3 +288,19 @@ def write_preview(path, frame, mask, background, full_size=False):
     panels = [bgr(frame, cv2.INTER_AREA), bgr(mask, cv2.INTER_NEAREST),
               bgr(background, cv2.INTER_AREA)]
     _cvio.write_image(path, np.concatenate(panels, axis=1), "the preview")
+
+
+def _drawn(cv2, frame, outlines, boxes):
+    """A colour copy of the frame with the zones and boxes drawn, lines
+    about 1/640 of its width thick (so they survive the panel's scaling)."""
+    if frame.ndim == 3 and frame.shape[2] == 1:
+        frame = frame[..., 0]
+    img = (cv2.cvtColor(frame, cv2.COLOR_GRAY2BGR) if frame.ndim == 2
+           else np.ascontiguousarray(frame[..., :3]))
+    thick = max(1, round(img.shape[1] / 640))
+    for points in outlines:
+        cv2.polylines(img, [np.asarray(points, np.int32)], True, (0, 255, 255), thick)
+    for x, y, w, h in boxes:
+        cv2.rectangle(img, (int(x), int(y)), (int(x + w - 1), int(y + h - 1)), (0, 0, 255),
+                      thick)
+    return img

@@ -14,7 +14,7 @@ import sys
 
 from .. import _fastmog
 from ..profiling import Timer, sampling_nvml
-from . import _checks, _cvio, _loop, _multi, _signals, _sources, _writers
+from . import _checks, _cvio, _loop, _motion, _multi, _signals, _sources, _writers
 from ._errors import EXIT_OK, EXIT_SHORT, EXIT_USAGE, UserError, shown
 from ._options import build_parser, distributed, mog2_kwargs, source_options
 from ._progress import Progress
@@ -34,8 +34,10 @@ def run(args):
 
     # outputs first: a mistake there must not cost a whole run
     _checks.check_outputs({"--out": args.out, "--preview": args.preview,
-                           "--trace": args.trace},
+                           "--trace": args.trace, "--events": args.events,
+                           "--regions": args.regions},
                           [found.cdnet or found.path, args.ground_truth], args.overwrite)
+    zones = _motion.read_zones(args.zones) if args.zones is not None else None
     writer = _writers.mask_writer(args.out, args.overwrite)
     if args.preview is not None:
         _writers.check_preview(args.preview)
@@ -72,28 +74,34 @@ def run(args):
 
     where = (f"GPU {_fastmog.device_properties(sub.device)['name']}" if on_gpu
              else "the host reference")
+    motion = (_motion.MotionStep(args, zones, source.shape, source.fps)
+              if _motion.wanted(args) else None)
     print(f"fastmog: {source.description} on {where}")
     if source.decoder_line:
         print(f"fastmog: {source.decoder_line}")
-    return _process(args, sub, source, writer, truth, timer, streams)
+    return _process(args, sub, source, writer, truth, timer, streams, motion)
 
 
-def _process(args, sub, source, writer, truth, timer, streams):
+def _process(args, sub, source, writer, truth, timer, streams, motion):
     """The source through the one frame loop, then the report."""
     label = "decoding and processing" if source.decoder_line else "processing"
 
-    def score(index, mask):
-        number = source.numbers[index] if source.numbers else index
-        truth.add(number if number is not None else index, mask)
+    def on_mask(index, mask):
+        if truth is not None:
+            number = source.numbers[index] if source.numbers else index
+            truth.add(number if number is not None else index, mask)
+        if motion is not None:
+            motion.on_mask(index, mask)
 
     # a GPU profile samples NVML beside the timer: the report's SM and decoder line
     nvml = (sampling_nvml(timer, sub.device) if timer is not None and streams
             else contextlib.nullcontext())
     try:
-        with nvml:
+        with nvml, _closing(motion):
             done = _loop.process(sub, source, writer, streams=streams,
                                  learning_rate=args.learning_rate, batch=args.batch,
-                                 timer=timer, on_mask=score if truth is not None else None,
+                                 timer=timer,
+                                 on_mask=None if truth is None and motion is None else on_mask,
                                  progress=Progress(label, source.count),
                                  keep_last=args.preview is not None)
     except UserError as e:
@@ -108,8 +116,10 @@ def _process(args, sub, source, writer, truth, timer, streams):
     if not interrupted:
         writer.verify()
     if done.last_mask is not None:
+        outlines, boxes = motion.drawing() if motion is not None else ([], [])
         _writers.write_preview(args.preview, done.last_frame, done.last_mask, done.background,
-                               full_size=args.preview_full_size)
+                               full_size=args.preview_full_size, outlines=outlines,
+                               boxes=boxes)
 
     status = "interrupted after" if interrupted else "processed"
     print(f"fastmog: {status} {done.frames} frames in {elapsed:.3f} s: "
@@ -121,6 +131,8 @@ def _process(args, sub, source, writer, truth, timer, streams):
         if isinstance(writer, _writers.LosslessVideo):
             checked = " (not read back: interrupted)" if interrupted else " (read back: exact)"
         print(f"fastmog: wrote {writer.count} masks to {shown(args.out)}{checked}")
+    if motion is not None:
+        print("\n".join(motion.summary({"events": args.events, "regions": args.regions})))
     if done.last_mask is not None:
         print(f"fastmog: wrote the preview {shown(args.preview)}")
     if truth is not None:
@@ -149,6 +161,17 @@ def _process(args, sub, source, writer, truth, timer, streams):
             print(f"fastmog: error: {what}; pass --accept-short to accept it", file=sys.stderr)
             return EXIT_SHORT
     return EXIT_OK
+
+
+@contextlib.contextmanager
+def _closing(motion):
+    """The motion step's open events end and its files close, however the
+    loop ends (an interrupted run's events end at its last frame)."""
+    try:
+        yield
+    finally:
+        if motion is not None:
+            motion.close()
 
 
 def _write_trace(timer, path):

@@ -1,0 +1,190 @@
+"""The main job's motion step (issue 23, item 5): --zones, --morphology,
+--min-area, --threshold, --events, --regions and the preview's boxes, on the
+host reference; its events and regions are fastmog.cpu's, frame for frame."""
+import json
+
+import numpy as np
+import pytest
+
+import fastmog
+from cli_helpers import one_error_line, run, run_in_process
+
+cv2 = pytest.importorskip("cv2")
+
+MOG2 = ["--history", "20", "--var-threshold", "12"]
+
+
+@pytest.fixture(scope="module")
+def frames_dir(tmp_path_factory):
+    """40 grey frames of noise, a block that crosses the left half from frame
+    8 to 20, rests, and another that crosses the right half from 28 on."""
+    root = tmp_path_factory.mktemp("walk")
+    rng = np.random.default_rng(11)
+    for i in range(40):
+        frame = rng.integers(95, 105, (60, 96), dtype=np.uint8)
+        if 8 <= i <= 20:
+            frame[20:32, 2 * (i - 8):2 * (i - 8) + 10] = 230
+        if i >= 28:
+            frame[30:44, 50 + 3 * (i - 28):58 + 3 * (i - 28)] = 20
+        cv2.imwrite(str(root / f"frame_{i:04d}.png"), frame)
+    return root
+
+
+def _host_motion(folder, zones=None, **options):
+    """What fastmog.cpu gives for these frames, composed by hand."""
+    sub = fastmog.cpu.BackgroundSubtractorMOG2(history=20, var_threshold=12.0)
+    det = fastmog.cpu.MotionDetector(zones=zones, fps=25.0, **options)
+    per_frame = []
+    for path in sorted(folder.glob("frame_*.png")):
+        frame = cv2.imread(str(path), cv2.IMREAD_COLOR)       # as the main job reads frames
+        per_frame.append(det.update(sub.apply(frame)))
+    det.finish()
+    return per_frame, det.events
+
+
+def _json_lines(path):
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+ZONES = [{"name": "left", "polygon": [[0, 0], [47, 0], [47, 59], [0, 59]]},
+         [[48, 10], [95, 10], [95, 59], [60, 59]]]
+
+
+def test_events_and_regions_are_the_host_detectors(frames_dir, tmp_path):
+    zones_file = tmp_path / "zones.json"
+    zones_file.write_text(json.dumps(ZONES))
+    events, regions = tmp_path / "events.jsonl", tmp_path / "regions.jsonl"
+    r = run(frames_dir, "--cpu", *MOG2, "--zones", zones_file, "--morphology", "open:3",
+            "--min-area", "4", "--threshold", "0.01", "--events", events, "--regions", regions)
+    assert r.returncode == 0, r.stderr
+
+    polygons = [ZONES[0]["polygon"], ZONES[1]]
+    per_frame, expected = _host_motion(frames_dir, zones=polygons, morphology=("open", 3),
+                                       min_area=4, threshold=0.01)
+    assert expected, "the scene must hold events for this test to mean anything"
+    names = ["left", "zone 1"]
+    got = _json_lines(events)
+    assert [(e["zone"], e["start_frame"], e["end_frame"], e["peak_frame"], e["box"])
+            for e in got] == \
+        [(names[e.zone], e.start_frame, e.end_frame, e.peak_frame,
+          None if e.box is None else list(e.box)) for e in expected]
+    assert {e["zone"] for e in got} == {"left", "zone 1"}
+    lines = _json_lines(regions)
+    assert len(lines) == len(per_frame) == 40
+    for line, m in zip(lines, per_frame):
+        assert line["frame"] == m.index and line["light_switch"] == m.light_switch
+        for z_line, z in zip(line["zones"], m.zones):
+            assert z_line["regions"] == z.regions.stats.tolist()
+            assert z_line["motion"] == z.motion
+            assert z_line["score"] == pytest.approx(z.score, abs=1e-6)
+    # the summary lists them
+    assert f"fastmog: motion: {len(expected)} event" in r.stdout
+    assert sum(l.startswith("fastmog: event: ") for l in r.stdout.splitlines()) == \
+        len(expected)
+
+
+def test_defaults_are_the_detectors_and_none_turns_morphology_off(frames_dir, tmp_path):
+    events = tmp_path / "events.jsonl"
+    r = run(frames_dir, "--cpu", *MOG2, "--events", events)
+    assert r.returncode == 0, r.stderr
+    _, expected = _host_motion(frames_dir)
+    assert [(e["start_frame"], e["end_frame"]) for e in _json_lines(events)] == \
+        [(e.start_frame, e.end_frame) for e in expected]
+    assert "open 3x3 rect" in r.stdout
+    r = run(frames_dir, "--cpu", *MOG2, "--events", events, "--overwrite",
+            "--morphology", "none")
+    assert r.returncode == 0, r.stderr
+    _, expected = _host_motion(frames_dir, morphology=None)
+    assert [(e["start_frame"], e["end_frame"]) for e in _json_lines(events)] == \
+        [(e.start_frame, e.end_frame) for e in expected]
+    assert "no morphology" in r.stdout
+
+
+def test_preview_draws_the_zones_and_the_boxes(frames_dir, tmp_path):
+    zones_file = tmp_path / "zones.json"
+    zones_file.write_text(json.dumps(ZONES))
+    preview = tmp_path / "preview.png"
+    r = run(frames_dir, "--cpu", *MOG2, "--zones", zones_file, "--preview", preview)
+    assert r.returncode == 0, r.stderr
+    img = cv2.imread(str(preview))
+    frame_panel = img[:, :96]
+    yellow = np.all(frame_panel == (0, 255, 255), axis=2)
+    red = np.all(frame_panel == (0, 0, 255), axis=2)
+    assert yellow[0, 0] and yellow[10, 60]          # the zones' corners
+    per_frame, _ = _host_motion(frames_dir, zones=[ZONES[0]["polygon"], ZONES[1]])
+    boxes = [b for z in per_frame[-1].zones for b in z.regions.boxes.tolist()]
+    assert boxes
+    x, y, w, h = boxes[0]
+    assert red[y, x] and red[y + h - 1, x + w - 1]
+    # without motion options the preview's frame is the frame itself
+    plain = tmp_path / "plain.png"
+    assert run(frames_dir, "--cpu", *MOG2, "--preview", plain).returncode == 0
+    assert not np.all(cv2.imread(str(plain))[:, :96] == (0, 255, 255), axis=2).any()
+
+
+@pytest.mark.parametrize("content, says", [
+    ("{not json", "is not JSON"),
+    ("[]", "must hold a non-empty list of zones"),
+    ("[[[0, 0], [5, 5]]]", "a polygon needs at least 3 points, got 2"),
+    ('[[[0, 0], [5, "a"], [3, 3]]]', "a polygon is a list of [x, y] integer points"),
+    ('[{"polygon": [[0, 0], [5, 0], [5, 5]], "colour": 1}]', "unknown keys: colour"),
+    ('[{"name": "a", "polygon": [[0, 0], [5, 0], [5, 5]]}, '
+     '{"name": "a", "polygon": [[0, 0], [5, 0], [5, 5]]}]', "names two zones alike"),
+    ("[[[0, 0], [500, 0], [5, 5]]]", "point (500, 0) lies outside the 96x60 frame"),
+])
+def test_bad_zone_files_are_one_line_before_the_run(frames_dir, tmp_path, capsys, content,
+                                                    says):
+    zones_file = tmp_path / "zones.json"
+    zones_file.write_text(content)
+    events = tmp_path / "events.jsonl"
+    line = one_error_line(run_in_process(capsys, frames_dir, "--cpu", "--zones", zones_file,
+                                         "--events", events))
+    assert says in line and str(zones_file) in line, line
+    assert not events.exists()                      # nothing was started
+
+
+@pytest.mark.parametrize("option, says", [
+    (["--morphology", "blur:3"], "op must be one of"),
+    (["--morphology", "open:33"], "from 1 to 31"),
+    (["--morphology", "open"], "expected OP:SIZE"),
+    (["--morphology", "open:3:star"], "shape must be one of"),
+    (["--threshold", "1.5"], "expected a fraction from 0 to 1"),
+    (["--min-area", "-1"], "at least 0"),
+])
+def test_bad_motion_options_are_one_line(frames_dir, capsys, option, says):
+    line = one_error_line(run_in_process(capsys, frames_dir, "--cpu", *option))
+    assert says in line, line
+
+
+def test_motion_with_several_sources_is_refused(frames_dir, tmp_path, capsys):
+    line = one_error_line(run_in_process(capsys, frames_dir, frames_dir, "--cpu",
+                                         "--events", tmp_path / "e.jsonl"))
+    assert "the motion options" in line and "single source" in line
+
+
+def test_an_existing_events_file_needs_overwrite(frames_dir, tmp_path, capsys):
+    events = tmp_path / "events.jsonl"
+    events.write_text("keep me\n")
+    line = one_error_line(run_in_process(capsys, frames_dir, "--cpu", "--events", events))
+    assert "--events" in line and "--overwrite" in line
+    assert events.read_text() == "keep me\n"
+
+
+def test_vtest_events_equal_the_host_detectors(data_dir, tmp_path):
+    """The issue's own case: --events on vtest.avi (its first 150 frames, as
+    OpenCV decodes them) equals fastmog.cpu's events."""
+    video = data_dir / "opencv_samples_video" / "vtest.avi"
+    events = tmp_path / "events.jsonl"
+    r = run(video, "--cpu", "--frames", "150", "--min-area", "30", "--events", events)
+    assert r.returncode == 0, r.stderr
+    cap = cv2.VideoCapture(str(video))
+    sub = fastmog.cpu.BackgroundSubtractorMOG2()
+    det = fastmog.cpu.MotionDetector(min_area=30, fps=cap.get(cv2.CAP_PROP_FPS))
+    for _ in range(150):
+        ok, frame = cap.read()
+        assert ok
+        det.update(sub.apply(frame))
+    det.finish()
+    assert det.events
+    assert [(e["start_frame"], e["end_frame"], e["box"]) for e in _json_lines(events)] == \
+        [(e.start_frame, e.end_frame, list(e.box)) for e in det.events]
