@@ -77,8 +77,9 @@ static double now_seconds(void)
 }
 
 /* When this thread's last wait saw its work done, before it took the GIL
- * back (0: it failed). The time after it went to getting the GIL from other
- * Python threads, not to the GPU: the timer charges it to them. */
+ * back (0: it failed, or the work was done at the first look and the GIL was
+ * never let go). The time after it went to getting the GIL from other Python
+ * threads, not to the GPU: the timer charges it to them. */
 static _Thread_local int64_t wait_done_ns;
 
 int64_t fm_wait_done_ns(void)
@@ -94,10 +95,8 @@ static int wait_until_done(fm_state *st, fm_query_fn query, void *handle,
 {
     wait_done_ns = 0;
     cudaError_t err = query(handle);
-    if (err == cudaSuccess) {
-        wait_done_ns = fm_monotonic_ns();
-        return 0;
-    }
+    if (err == cudaSuccess)
+        return 0;           /* the GIL was held throughout: nothing to charge it */
     if (err != cudaErrorNotReady)
         return fm_cuda_fail(st, err, "%s", what);
 

@@ -242,6 +242,18 @@ def test_a_wait_names_the_time_spent_taking_the_gil_back(rng, stream):
     assert any(root == pa.GIL for r in downloads for root, _ in prof.wait_causes(r))
 
 @pytest.mark.gpu
+def test_a_wait_on_work_already_done_charges_nothing_to_the_gil(stream):
+    """The work is done at the first look: the GIL was never let go, so no
+    part of the wait is the GIL's (a wait once reported "the GIL (0.390us)")."""
+    timer = fastmog.Timer()
+    stream.synchronize()
+    for _ in range(20):
+        stream.synchronize(timer=timer)
+    waits = [r for r in timer.records if r.name == "Stream.synchronize"]
+    assert len(waits) == 20
+    assert all(r.gil_ms == 0.0 for r in waits), [r.gil_ms for r in waits]
+
+@pytest.mark.gpu
 def test_agrees_with_torch_profiler(rng, tmp_path):
     """300 frames of 4K upload -> apply -> download timed by fastmog and by
     PyTorch's CUPTI-based profiler at once: per-operation GPU time agrees
