@@ -1,12 +1,14 @@
 """fastmog's GPU times beside CUPTI's (torch.profiler) in the same run, for
-upload, apply, apply_batch, download and nv12_to_bgr on 4K frames: a table
-fastmog | CUPTI | difference, the tolerance being 2 % or 3 us, whichever is
-larger. Also what an event pair costs by itself (on an idle and on a busy
-stream), and cProfile in sync mode against CUPTI for calls of 100 us or more.
+upload, apply, apply_batch, download and nv12_to_bgr on 4K frames, and with
+--clip the NVDEC decoder's output copy: a table fastmog | CUPTI |
+difference, the tolerance being 2 % or 3 us, whichever is larger. Also what
+an event pair costs by itself (on an idle and on a busy stream), and
+cProfile in sync mode against CUPTI for calls of 100 us or more.
 
-    python benchmarks/cupti_check.py [--iters 200]
+    python benchmarks/cupti_check.py [--iters 200] [--clip VIDEO]
 
-Needs a GPU, torch with CUPTI (torch.profiler) and fastmog built.
+Needs a GPU, torch with CUPTI (torch.profiler) and fastmog built; --clip
+needs PyNvVideoCodec and a video NVDEC decodes (H.264 or HEVC).
 """
 import cProfile
 import json
@@ -22,10 +24,8 @@ import fastmog
 H, W = 2160, 3840
 
 
-def cupti_durations(run):
-    """Runs `run()` under torch.profiler; {category: [us]} of the GPU
-    activities CUPTI saw, in order: "HtoD", "DtoH", "DtoD", "memset" and
-    each kernel by a short name."""
+def cupti_trace(run):
+    """Runs `run()` under torch.profiler; the Chrome trace's events, by time."""
     import torch
     from torch.profiler import ProfilerActivity, profile
 
@@ -37,8 +37,15 @@ def cupti_durations(run):
         prof.export_chrome_trace(path)
         with open(path) as f:
             trace = json.load(f)
+    return sorted(trace["traceEvents"], key=lambda e: e.get("ts", 0))
+
+
+def cupti_durations(run):
+    """Runs `run()` under torch.profiler; {category: [us]} of the GPU
+    activities CUPTI saw, in order: "HtoD", "DtoH", "DtoD", "memset" and
+    each kernel by a short name."""
     out = {}
-    for e in sorted(trace["traceEvents"], key=lambda e: e.get("ts", 0)):
+    for e in cupti_trace(run):
         cat, name = e.get("cat", ""), e.get("name", "")
         if e.get("ph") != "X":
             continue
@@ -54,6 +61,24 @@ def cupti_durations(run):
             continue
         out.setdefault(key, []).append(float(e["dur"]))
     return out
+
+
+def output_copy_spans(events):
+    """The NVDEC output copies CUPTI saw, as fastmog times them: each frame's
+    two device-to-device copies (luma, then chroma) from the start of the
+    first to the end of the second, in us. Only copies that fastmog's
+    runtime calls made count (their correlation ids): PyNvVideoCodec's own
+    copies go through the driver API on the same stream. Also returns how
+    many device-to-device copies there were in all and how many were kept."""
+    ours = {e["args"]["correlation"] for e in events
+            if e.get("cat") == "cuda_runtime" and "Memcpy" in e.get("name", "")
+            and "correlation" in e.get("args", {})}
+    copies = [e for e in events if e.get("ph") == "X" and e.get("cat") == "gpu_memcpy"
+              and "DtoD" in e.get("name", "")]
+    kept = [e for e in copies if e.get("args", {}).get("correlation") in ours] or copies
+    spans = [float(b["ts"]) + float(b["dur"]) - float(a["ts"])
+             for a, b in zip(kept[0::2], kept[1::2])]
+    return spans, len(copies), len(kept)
 
 
 def fastmog_us(timer, name, raw=False):
@@ -139,6 +164,27 @@ def main():
     cupti = cupti_durations(lambda: convert(t, iters))
     rows.append(("nv12_to_bgr 4K", fastmog_us(t, "nv12_to_bgr"), fastmog_us(t, "nv12_to_bgr", True),
                  cupti.get("nv12_to_bgr_kernel", [])))
+
+    clip = sys.argv[sys.argv.index("--clip") + 1] if "--clip" in sys.argv else None
+    if clip is not None:
+        # one session: its frames' copies come in order, two per frame
+        def decode(timer, n):
+            with fastmog.VideoReader(clip, stream=s, decode="nvdec", timer=timer) as reader:
+                for i, _ in enumerate(reader):
+                    s.synchronize()         # the frame is used before the next is taken
+                    if i + 1 >= n:
+                        break
+
+        decode(None, 20)
+        t = fastmog.Timer(nvtx=False)
+        spans, n_copies, n_kept = output_copy_spans(cupti_trace(lambda: decode(t, iters)))
+        copies = [r for r in t.records if r.activity == "NVDEC output copy"
+                  and r.gpu_ms is not None]
+        print(f"decoder output copies: {len(copies)} timed by fastmog; CUPTI saw {n_copies} "
+              f"device-to-device copies, {n_kept} of them fastmog's runtime calls")
+        rows.append(("NVDEC output copy", [r.gpu_ms * 1e3 for r in copies],
+                     [(r.gpu_ms_raw if r.gpu_ms_raw is not None else r.gpu_ms) * 1e3
+                      for r in copies], spans))
 
     idle = event_pair_us(s)
     busy = event_pair_us(s, lambda: sub_b.apply_batch(batch, stream=s, fgmasks=masks))
