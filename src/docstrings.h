@@ -189,6 +189,23 @@
     "A read-only H x W uint8 GpuMat view of the number of modes each pixel's\n" \
     "model uses now (a view of the model, not a copy: it changes with apply()).")
 
+#define FM_DOC_MOG2_SNAPSHOT PyDoc_STR( \
+    "snapshot($self, /, *, stream)\n--\n\n" \
+    "The whole model state as a dict of format \"fastmog.mog2\", version 1, copied\n" \
+    "to the host after the work queued on the model (on any stream) is done:\n" \
+    "every parameter, the geometry it was built for, frames_seen and the modes\n" \
+    "(weight, variance, mean, mode_count arrays), as fastmog.cpu's snapshot():\n" \
+    "either restores either. Returns once the copy is complete. ValueError when\n" \
+    "there is no model yet.")
+
+#define FM_DOC_MOG2_RESTORE PyDoc_STR( \
+    "restore(snapshot, /, *, stream)\n--\n\n" \
+    "Class method: a new subtractor on the stream's device whose model is the\n" \
+    "snapshot's (from either subtractor), uploaded on `stream`; applying the next\n" \
+    "frames gives exactly the masks the snapshotted one would have. A snapshot\n" \
+    "of another format or version, or damaged, is refused with TypeError or\n" \
+    "ValueError before anything is allocated.")
+
 #define FM_DOC_MOG2 PyDoc_STR( \
     "Zivkovic's adaptive Gaussian mixture background subtractor, computing\n" \
     "exactly what OpenCV's CPU cv2.BackgroundSubtractorMOG2 computes, on the GPU.\n" \
@@ -252,9 +269,26 @@
 
 #define FM_DOC_MOG2CPU_STATE PyDoc_STR( \
     "_state($self, /)\n--\n\n" \
-    "Private: a dict of copies of the model, weight and variance (M, H, W)\n" \
+    "Private: the arrays of snapshot() alone, weight and variance (M, H, W)\n" \
     "float32, mean (M, C, H, W) float32, mode_count (H, W) uint8 (M = n_mixtures,\n" \
     "C = channels); modes at or beyond a pixel's mode_count hold stale values.")
+
+#define FM_DOC_MOG2CPU_SNAPSHOT PyDoc_STR( \
+    "snapshot($self, /)\n--\n\n" \
+    "The whole model state as a dict of format \"fastmog.mog2\", version 1:\n" \
+    "every parameter, the geometry it was built for, frames_seen and the modes\n" \
+    "(weight, variance, mean, mode_count arrays). The GPU subtractor's snapshot\n" \
+    "is the same: either restores either. fastmog.save_snapshot writes it to a\n" \
+    "file. ValueError when there is no model yet.")
+
+#define FM_DOC_MOG2CPU_RESTORE PyDoc_STR( \
+    "restore(snapshot, /)\n--\n\n" \
+    "Class method: a new subtractor whose model is the snapshot's (from either\n" \
+    "subtractor); applying the next frames gives exactly the masks the\n" \
+    "snapshotted one would have. A snapshot of another format or version, or\n" \
+    "damaged (a missing or extra key, arrays of the wrong dtype or shape, mode\n" \
+    "counts beyond its modes, parameters out of range), is refused with\n" \
+    "TypeError or ValueError.")
 
 #define FM_DOC_MOG2CPU PyDoc_STR( \
     "MOG2 on the host from the same per-pixel code as the GPU kernel: numpy in,\n" \

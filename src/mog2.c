@@ -716,6 +716,124 @@ static PyObject *MOG2_mode_counts(PyObject *op, PyObject *Py_UNUSED(ignored))
     return view;
 }
 
+/* ---- snapshots (mog2_snapshot.c has the format) ---- */
+
+/* The model's planes on the GPU, in the snapshot's order. */
+static void *model_plane(const fm_mog2_model *m, int k)
+{
+    void *planes[FM_MOG2_SNAPSHOT_ARRAYS] = {m->weight, m->variance, m->mean, m->mode_count};
+    return planes[k];
+}
+
+static PyObject *snapshot_held(fm_state *st, fm_MOG2 *self, fm_Stream *stream)
+{
+    static const char *const names[] = {"weights", "variances", "means", "mode counts"};
+    PyObject *arrays[FM_MOG2_SNAPSHOT_ARRAYS] = {NULL}, *snapshot = NULL;
+    fm_device_guard guard;
+    if (fm_device_enter(st, self->device, &guard) < 0)
+        return NULL;
+    if (fm_mog2_lock_open(&self->base) < 0)
+        goto exit_device;
+    if (self->model == NULL) {
+        PyErr_SetString(PyExc_ValueError, "there is no model yet: call apply() first");
+        goto unlock;
+    }
+    /* after the work queued on the model on every stream, and complete on
+     * return: the copies go to pageable memory, and the wait ends them */
+    if (fm_mog2_snapshot_arrays(&self->base.geometry, arrays) < 0
+        || fm_device_buffer_use(st, self->model, stream, FM_USE_AFTER_EARLIER) < 0)
+        goto unlock;
+    fm_mog2_model m = model_view(self);
+    for (int k = 0; k < FM_MOG2_SNAPSHOT_ARRAYS; ++k) {
+        PyArrayObject *a = (PyArrayObject *)arrays[k];
+        cudaError_t err = cudaMemcpyAsync(PyArray_DATA(a), model_plane(&m, k),
+                                          (size_t)PyArray_NBYTES(a), cudaMemcpyDeviceToHost,
+                                          stream->handle);
+        if (err != cudaSuccess) {
+            fm_cuda_error(st, err, "copying a MOG2 model's %s to the host", names[k]);
+            goto unlock;
+        }
+    }
+    if (fm_wait_stream(st, stream, "waiting for a MOG2 snapshot") == 0)
+        snapshot = fm_mog2_snapshot_dict(&self->base, arrays);
+unlock:
+    fm_mog2_unlock(&self->base);
+exit_device:
+    fm_device_exit(&guard);
+    fm_mog2_snapshot_arrays_clear(arrays);
+    return snapshot;
+}
+
+static PyObject *MOG2_snapshot(PyObject *op, PyObject *args, PyObject *kwargs)
+{
+    static char *kwlist[] = {"stream", NULL};
+    fm_state *st = fm_state_of(op);
+    fm_MOG2 *self = (fm_MOG2 *)op;
+    PyObject *stream_arg = NULL;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|$O:snapshot", kwlist, &stream_arg))
+        return NULL;
+    fm_Stream *stream = fm_require_stream(st, stream_arg, self->device);
+    /* Held through the call (stream.c's rule): the lock wait releases the GIL. */
+    if (stream == NULL || fm_stream_hold(stream) < 0)
+        return NULL;
+    PyObject *snapshot = snapshot_held(st, self, stream);
+    fm_stream_unhold(stream);
+    return snapshot;
+}
+
+/* The snapshot's arrays into the model just rebuilt (nobody else has it). */
+static int restore_held(fm_state *st, fm_MOG2 *self, const fm_mog2_snapshot *s,
+                        fm_Stream *stream)
+{
+    fm_device_guard guard;
+    if (fm_device_enter(st, self->device, &guard) < 0)
+        return -1;
+    int rc = rebuild_model(st, self, &s->geometry, stream);
+    fm_mog2_model m = rc == 0 ? model_view(self) : (fm_mog2_model){0};
+    for (int k = 0; rc == 0 && k < FM_MOG2_SNAPSHOT_ARRAYS; ++k) {
+        /* from pageable memory: staged before the call returns */
+        cudaError_t err = cudaMemcpyAsync(model_plane(&m, k), PyArray_DATA(s->arrays[k]),
+                                          (size_t)PyArray_NBYTES(s->arrays[k]),
+                                          cudaMemcpyHostToDevice, stream->handle);
+        if (err != cudaSuccess)
+            rc = fm_cuda_fail(st, err, "copying a snapshot's model to the GPU");
+    }
+    if (rc == 0)
+        self->base.frames_seen = s->frames_seen;
+    fm_device_exit(&guard);
+    return rc;
+}
+
+static PyObject *MOG2_restore(PyObject *cls, PyObject *args, PyObject *kwargs)
+{
+    static char *kwlist[] = {"", "stream", NULL};
+    fm_state *st = fm_state_of_type((PyTypeObject *)cls);
+    PyObject *snapshot, *stream_arg = NULL;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|$O:restore", kwlist, &snapshot,
+                                     &stream_arg))
+        return NULL;
+    fm_mog2_snapshot s;
+    fm_Stream *stream = fm_require_stream(st, stream_arg, -1);
+    if (stream == NULL || fm_mog2_snapshot_read(snapshot, &s) < 0)
+        return NULL;
+    PyObject *device = PyLong_FromLong(stream->device);
+    if (device == NULL)
+        return NULL;
+    fm_MOG2 *self = (fm_MOG2 *)fm_mog2_snapshot_subtractor((PyTypeObject *)cls, &s, device);
+    Py_DECREF(device);
+    if (self == NULL)
+        return NULL;
+    if (fm_stream_hold(stream) < 0) {
+        Py_DECREF(self);
+        return NULL;
+    }
+    int rc = restore_held(st, self, &s, stream);
+    fm_stream_unhold(stream);
+    if (rc < 0)
+        Py_CLEAR(self);
+    return (PyObject *)self;
+}
+
 static PyObject *MOG2_get_device(PyObject *op, void *Py_UNUSED(closure))
 {
     return PyLong_FromLong(((fm_MOG2 *)op)->device);
@@ -771,6 +889,10 @@ static PyMethodDef MOG2_methods[] = {
     {"getBackgroundImage", (PyCFunction)(void (*)(void))MOG2_get_background_image,
      METH_VARARGS | METH_KEYWORDS, "OpenCV-style alias of get_background_image."},
     {"mode_counts", MOG2_mode_counts, METH_NOARGS, FM_DOC_MOG2_MODE_COUNTS},
+    {"snapshot", (PyCFunction)(void (*)(void))MOG2_snapshot, METH_VARARGS | METH_KEYWORDS,
+     FM_DOC_MOG2_SNAPSHOT},
+    {"restore", (PyCFunction)(void (*)(void))MOG2_restore,
+     METH_VARARGS | METH_KEYWORDS | METH_CLASS, FM_DOC_MOG2_RESTORE},
     {NULL, NULL, 0, NULL},
 };
 

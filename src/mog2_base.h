@@ -196,6 +196,42 @@ int fm_mog2_call_args_parse(fm_state *st, PyObject *const *args, Py_ssize_t narg
  * methods are one path. 0, or -1 with an exception set. */
 int fm_mog2_call_frames(const fm_mog2_call_args *a, int flags, fm_mog2_sequences *seq);
 
+/* ---- mog2_snapshot.c ---- */
+
+#define FM_MOG2_SNAPSHOT_FORMAT "fastmog.mog2"
+#define FM_MOG2_SNAPSHOT_VERSION 1
+
+/* The snapshot's arrays, in this order: weight, variance, mean, mode_count. */
+enum {
+    FM_MOG2_SNAP_WEIGHT, FM_MOG2_SNAP_VARIANCE, FM_MOG2_SNAP_MEAN, FM_MOG2_SNAP_MODE_COUNT,
+    FM_MOG2_SNAPSHOT_ARRAYS
+};
+
+/* A snapshot read and checked: the constructor's keywords, what the model
+ * was built for, its clock and its arrays (borrowed from the snapshot, of
+ * the canonical dtypes and shapes, C-contiguous; mode counts checked). */
+typedef struct fm_mog2_snapshot {
+    PyObject *parameters;
+    fm_mog2_geometry geometry;
+    long frames_seen;
+    PyArrayObject *arrays[FM_MOG2_SNAPSHOT_ARRAYS];
+} fm_mog2_snapshot;
+
+/* New arrays of the canonical dtypes and shapes for `g`, uninitialised; all
+ * or none (an exception set). */
+int fm_mog2_snapshot_arrays(const fm_mog2_geometry *g, PyObject *arrays[FM_MOG2_SNAPSHOT_ARRAYS]);
+void fm_mog2_snapshot_arrays_clear(PyObject *arrays[FM_MOG2_SNAPSHOT_ARRAYS]);
+/* The snapshot dict of `self` (its lock held, its model filled into
+ * `arrays`, which the dict references): new reference or NULL. */
+PyObject *fm_mog2_snapshot_dict(fm_MOG2Base *self, PyObject *arrays[FM_MOG2_SNAPSHOT_ARRAYS]);
+/* Reads and checks a snapshot before anything is made: 0, or -1 with
+ * TypeError or ValueError naming what is wrong. */
+int fm_mog2_snapshot_read(PyObject *snapshot, fm_mog2_snapshot *out);
+/* A new subtractor of `type` with the snapshot's parameters (and device=
+ * `device` when not NULL), no model yet. */
+PyObject *fm_mog2_snapshot_subtractor(PyTypeObject *type, const fm_mog2_snapshot *s,
+                                      PyObject *device);
+
 /* ---- the GPU model's layout (mog2.c) ---- */
 
 /* The GPU's model in one allocation: the planes of mog2_params.h, each

@@ -388,67 +388,111 @@ static PyObject *MOG2Cpu_mode_counts(PyObject *op, PyObject *Py_UNUSED(ignored))
     return counts;
 }
 
-/* _state(): the model's arrays as numpy copies, for the benchmark's floor
- * (modes visited per pixel) and for tests; private, so the layout may change.
- * One quantity (the `count` floats at `offset` of every pixel's block) as
- * planes: value j of pixel i goes to [j * pixels + i]. */
-static PyObject *model_planes(const fm_mog2_host_model *m, size_t offset, size_t count, int nd,
-                              const npy_intp *dims)
+/* The host model and the snapshot's planes (mog2_snapshot.c): quantity
+ * values j = 0 .. count-1 at `offset` of every pixel's block are plane j,
+ * value j of pixel i at [j * pixels + i]. */
+static void blocks_to_planes(const fm_mog2_host_model *m, size_t offset, size_t count,
+                             float *planes)
 {
-    PyObject *array = PyArray_SimpleNew(nd, (npy_intp *)dims, NPY_FLOAT32);
-    if (array == NULL)
-        return NULL;
-    float *out = PyArray_DATA((PyArrayObject *)array);
     size_t pixels = (size_t)m->width * (size_t)m->height;
     for (size_t i = 0; i < pixels; ++i)
         for (size_t j = 0; j < count; ++j)
-            out[j * pixels + i] = m->blocks[i * m->block + offset + j];
-    return array;
+            planes[j * pixels + i] = m->blocks[i * m->block + offset + j];
 }
 
-static PyObject *MOG2Cpu_state(PyObject *op, PyObject *Py_UNUSED(ignored))
+static void planes_to_blocks(const fm_mog2_host_model *m, size_t offset, size_t count,
+                             const float *planes)
 {
-    fm_MOG2Cpu *self = (fm_MOG2Cpu *)op;
-    PyObject *state = NULL, *item = NULL;
-    if (fm_mog2_lock_open(&self->base) < 0)
-        return NULL;
+    size_t pixels = (size_t)m->width * (size_t)m->height;
+    for (size_t i = 0; i < pixels; ++i)
+        for (size_t j = 0; j < count; ++j)
+            m->blocks[i * m->block + offset + j] = planes[j * pixels + i];
+}
+
+/* Offset and count, in a pixel's block, of snapshot array k. */
+static void block_span(const fm_mog2_geometry *g, int k, size_t *offset, size_t *count)
+{
+    const size_t modes = (size_t)g->n_mixtures;
+    *offset = k * modes;            /* weight, variance, then the means */
+    *count = k == FM_MOG2_SNAP_MEAN ? modes * (size_t)g->channels : modes;
+}
+
+/* The model as the snapshot's arrays (new references); the lock is held. */
+static int model_arrays(fm_MOG2Cpu *self, PyObject *arrays[FM_MOG2_SNAPSHOT_ARRAYS])
+{
     if (self->model == NULL) {
         PyErr_SetString(PyExc_ValueError, "there is no model yet: call apply() first");
-        goto error;
+        return -1;
     }
     const fm_mog2_geometry g = self->base.geometry;
     fm_mog2_host_model model = host_model(self, &g);
-    const npy_intp modes = g.n_mixtures, h = g.height, w = g.width;
-    const size_t k = (size_t)g.n_mixtures;
-    const npy_intp planes[3] = {modes, h, w};
-    const npy_intp means[4] = {modes, g.channels, h, w};
-    if ((state = PyDict_New()) == NULL)
-        goto error;
-    if ((item = model_planes(&model, 0, k, 3, planes)) == NULL
-        || PyDict_SetItemString(state, "weight", item) < 0)
-        goto error;
-    Py_CLEAR(item);
-    if ((item = model_planes(&model, k, k, 3, planes)) == NULL
-        || PyDict_SetItemString(state, "variance", item) < 0)
-        goto error;
-    Py_CLEAR(item);
-    if ((item = model_planes(&model, 2 * k, k * (size_t)g.channels, 4, means)) == NULL
-        || PyDict_SetItemString(state, "mean", item) < 0)
-        goto error;
-    Py_CLEAR(item);
-    if ((item = PyArray_SimpleNew(2, (npy_intp *)(planes + 1), NPY_UINT8)) == NULL
-        || PyDict_SetItemString(state, "mode_count", item) < 0)
-        goto error;
-    memcpy(PyArray_DATA((PyArrayObject *)item), model.mode_count, (size_t)(h * w));
-    Py_CLEAR(item);
+    if (fm_mog2_snapshot_arrays(&g, arrays) < 0)
+        return -1;
+    for (int k = FM_MOG2_SNAP_WEIGHT; k <= FM_MOG2_SNAP_MEAN; ++k) {
+        size_t offset, count;
+        block_span(&g, k, &offset, &count);
+        blocks_to_planes(&model, offset, count, PyArray_DATA((PyArrayObject *)arrays[k]));
+    }
+    memcpy(PyArray_DATA((PyArrayObject *)arrays[FM_MOG2_SNAP_MODE_COUNT]), model.mode_count,
+           (size_t)g.width * (size_t)g.height);
+    return 0;
+}
+
+/* _state(): the snapshot's arrays alone, for the benchmark's floor (modes
+ * visited per pixel) and for tests. */
+static PyObject *MOG2Cpu_state(PyObject *op, PyObject *Py_UNUSED(ignored))
+{
+    fm_MOG2Cpu *self = (fm_MOG2Cpu *)op;
+    PyObject *arrays[FM_MOG2_SNAPSHOT_ARRAYS], *state = NULL;
+    if (fm_mog2_lock_open(&self->base) < 0)
+        return NULL;
+    if (model_arrays(self, arrays) == 0) {
+        state = Py_BuildValue("{s:N,s:N,s:N,s:N}", "weight", arrays[0], "variance", arrays[1],
+                              "mean", arrays[2], "mode_count", arrays[3]);
+    }
     fm_mog2_unlock(&self->base);
     return state;
+}
 
-error:
-    Py_XDECREF(item);
-    Py_XDECREF(state);
+static PyObject *MOG2Cpu_snapshot(PyObject *op, PyObject *Py_UNUSED(ignored))
+{
+    fm_MOG2Cpu *self = (fm_MOG2Cpu *)op;
+    PyObject *arrays[FM_MOG2_SNAPSHOT_ARRAYS], *snapshot = NULL;
+    if (fm_mog2_lock_open(&self->base) < 0)
+        return NULL;
+    if (model_arrays(self, arrays) == 0) {
+        snapshot = fm_mog2_snapshot_dict(&self->base, arrays);
+        fm_mog2_snapshot_arrays_clear(arrays);
+    }
     fm_mog2_unlock(&self->base);
-    return NULL;
+    return snapshot;
+}
+
+/* restore(snapshot): a new subtractor of this class whose model is the
+ * snapshot's; the snapshot is checked whole before anything is made. */
+static PyObject *MOG2Cpu_restore(PyObject *cls, PyObject *snapshot)
+{
+    fm_mog2_snapshot s;
+    if (fm_mog2_snapshot_read(snapshot, &s) < 0)
+        return NULL;
+    fm_MOG2Cpu *self = (fm_MOG2Cpu *)fm_mog2_snapshot_subtractor((PyTypeObject *)cls, &s, NULL);
+    if (self == NULL)
+        return NULL;
+    /* no other thread has it yet: no lock needed */
+    if (rebuild_model(self, &s.geometry) < 0) {
+        Py_DECREF(self);
+        return NULL;
+    }
+    fm_mog2_host_model model = host_model(self, &s.geometry);
+    for (int k = FM_MOG2_SNAP_WEIGHT; k <= FM_MOG2_SNAP_MEAN; ++k) {
+        size_t offset, count;
+        block_span(&s.geometry, k, &offset, &count);
+        planes_to_blocks(&model, offset, count, PyArray_DATA(s.arrays[k]));
+    }
+    memcpy(model.mode_count, PyArray_DATA(s.arrays[FM_MOG2_SNAP_MODE_COUNT]),
+           (size_t)s.geometry.width * (size_t)s.geometry.height);
+    self->base.frames_seen = s.frames_seen;
+    return (PyObject *)self;
 }
 
 static int MOG2Cpu_traverse(PyObject *op, visitproc visit, void *arg)
@@ -468,6 +512,8 @@ static PyMethodDef MOG2Cpu_methods[] = {
      METH_VARARGS | METH_KEYWORDS, "OpenCV-style alias of get_background_image."},
     {"mode_counts", MOG2Cpu_mode_counts, METH_NOARGS, FM_DOC_MOG2CPU_MODE_COUNTS},
     {"_state", MOG2Cpu_state, METH_NOARGS, FM_DOC_MOG2CPU_STATE},
+    {"snapshot", MOG2Cpu_snapshot, METH_NOARGS, FM_DOC_MOG2CPU_SNAPSHOT},
+    {"restore", MOG2Cpu_restore, METH_O | METH_CLASS, FM_DOC_MOG2CPU_RESTORE},
     {NULL, NULL, 0, NULL},
 };
 

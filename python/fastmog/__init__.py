@@ -38,6 +38,7 @@ from ._device_pointer import DevicePointer
 from ._diagnose import diagnose
 from .profiling import CallRecord, Timer, nvtx_range, profile
 from ._pipeline import pipeline
+from ._snapshot import load_snapshot, save_snapshot
 from .video import DecodeError, VideoFrame, VideoReader
 from ._display import Image
 from . import cpu
@@ -74,6 +75,8 @@ __version__ = "0.1.0"
 
 __all__ = [
     "BackgroundSubtractorMOG2",
+    "load_snapshot",
+    "save_snapshot",
     "apply_cameras",
     "CallRecord",
     "DecodeError",
