@@ -6,6 +6,7 @@ they lie, on the GPU, one by one; host frames go through the overlapped
 fastmog.pipeline when a GPU is used; otherwise through the host reference.
 """
 import dataclasses
+import itertools
 import time
 
 import numpy as np
@@ -43,7 +44,7 @@ class Processed:
 
 
 def process(sub, source, writer, *, streams, learning_rate=-1.0, batch=1, timer=None,
-            on_mask=None, progress=None, keep_last=False):
+            on_mask=None, progress=None, keep_last=False, skip=0, segment=None):
     """Runs every frame of `source` (an opened _sources.Source) through `sub`
     and returns what was done (Processed). Each mask goes to `writer`, then
     to on_mask(index, mask), then to progress.update(count). A mask may be
@@ -53,6 +54,12 @@ def process(sub, source, writer, *, streams, learning_rate=-1.0, batch=1, timer=
     sub's device, NVDEC's frames queued on compute. batch: host frames per
     launch on the GPU. Ctrl-C, SIGTERM or SIGHUP (_signals) end the loop
     early (`interrupted`), keeping what was written.
+
+    skip: the source's first frames are read and left out (a resumed run's);
+    on_mask's index counts the frames processed. segment: the overlapped
+    pipeline, which runs ahead of the masks it hands out, runs `segment`
+    frames at a time, so that after every segment's last mask the model has
+    seen exactly the frames processed (a checkpoint's moment).
 
     The closing order, whatever happens: the progress line, the writer, the
     source's decoder, then the streams (NVDEC and the pipeline work on them).
@@ -64,7 +71,7 @@ def process(sub, source, writer, *, streams, learning_rate=-1.0, batch=1, timer=
     try:
         try:
             for mask in _masks(sub, source, streams, learning_rate, batch, timer, last,
-                               keep_last):
+                               keep_last, skip, segment):
                 with _signals.held():      # a mask written is a mask counted
                     writer.write(mask)
                     if on_mask is not None:
@@ -91,7 +98,8 @@ def process(sub, source, writer, *, streams, learning_rate=-1.0, batch=1, timer=
     return done
 
 
-def _masks(sub, source, streams, learning_rate, batch, timer, last, keep_last):
+def _masks(sub, source, streams, learning_rate, batch, timer, last, keep_last, skip,
+           segment):
     """The host masks of the source's frames, on the path its frames take;
     the frame last taken is kept in last["frame"] when asked."""
 
@@ -100,32 +108,50 @@ def _masks(sub, source, streams, learning_rate, batch, timer, last, keep_last):
             last["frame"] = frame
         return frame
 
+    frames = iter(source)
+    for _ in itertools.islice(frames, skip):
+        pass
     if source.on_device:
-        return _device_masks(sub, source, streams[1], learning_rate, timer, last, keep_last)
+        return _device_masks(sub, frames, streams[1], learning_rate, timer, last, keep_last)
     if streams:
-        frames = (kept(f) for f in _host_frames(source, batch))
-        return _pipeline.pipeline(sub, frames, streams=streams, batch=batch,
-                                  learning_rate=learning_rate, timer=timer)
-    return (sub.apply(kept(f), learning_rate, timer=timer) for f in source)
+        host = (kept(f) for f in _host_frames(source, frames, batch))
+        return _pipelined(sub, host, streams, batch, learning_rate, timer, segment)
+    return (sub.apply(kept(f), learning_rate, timer=timer) for f in frames)
 
 
-def _host_frames(source, batch):
+def _pipelined(sub, frames, streams, batch, learning_rate, timer, segment):
+    """fastmog.pipeline over the frames, in segments of `segment` frames
+    when given (each drained before the next begins)."""
+    if segment is None:
+        yield from _pipeline.pipeline(sub, frames, streams=streams, batch=batch,
+                                      learning_rate=learning_rate, timer=timer)
+        return
+    while True:
+        chunk = itertools.islice(frames, segment)
+        first = next(chunk, None)
+        if first is None:
+            return
+        yield from _pipeline.pipeline(sub, itertools.chain([first], chunk), streams=streams,
+                                      batch=batch, learning_rate=learning_rate, timer=timer)
+
+
+def _host_frames(source, frames, batch):
     """Host frames for a pipeline of `batch` frames per launch. A reader's
     pinned ring buffer is passed as it is only when the ring outlasts the
     frames the pipeline keeps in flight (it uploads pinned frames
     asynchronously); otherwise copied."""
     if source.reader is None or source.reader.depth > PIPELINE_DEPTH * batch:
-        return iter(source)
-    return (np.array(f) for f in source)
+        return frames
+    return (np.array(f) for f in frames)
 
 
-def _device_masks(sub, source, stream, learning_rate, timer, last, keep_last):
+def _device_masks(sub, frames, stream, learning_rate, timer, last, keep_last):
     """NVDEC frames: already on the GPU, so no upload (grey: the luma plane as
     it is; colour: converted from NV12 on `stream`). A frame's planes are valid
     until the next is taken, and everything here is queued on `stream` before
     that. Yields host masks."""
     host_mask = None
-    for f in source:
+    for f in frames:
         frame = f.as_input(stream)
         mask = sub.apply(frame, learning_rate, stream=stream, timer=timer)
         if host_mask is None:

@@ -131,7 +131,7 @@ class MotionStep:
     """The detector and its outputs for one run. on_mask(index, mask) takes
     each mask from the frame loop; close() ends open events and the files."""
 
-    def __init__(self, args, zones, shape, fps):
+    def __init__(self, args, zones, shape, fps, first=0):
         self.zones = zones          # read_zones(args.zones), or None: the whole frame
         if zones is not None and shape is not None:
             check_zones_fit(zones, shape, args.zones)
@@ -146,6 +146,7 @@ class MotionStep:
                 fps=fps, **given)
         except (TypeError, ValueError) as e:
             raise UserError(str(e)) from None
+        self.detector.index = first     # a resumed run's frames are numbered on
         self.names = ["frame"] if self.zones is None else [n for n, _ in self.zones]
         self.fps = fps
         self.last = None            # the last frame's FrameMotion (the preview's boxes)

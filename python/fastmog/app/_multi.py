@@ -18,7 +18,8 @@ from ._progress import Progress
 _SINGLE_ONLY = [("preview", "--preview"), ("preview_full_size", "--preview-full-size"), ("ground_truth", "--ground-truth"),
                 ("trace", "--trace"), ("profile", "--profile"), ("sync", "--sync"),
                 ("device", "--device"), ("size", "--size"), ("colour", "--colour"),
-                ("fps", "--fps")]
+                ("fps", "--fps"), ("checkpoint", "--checkpoint"),
+                ("checkpoint_every", "--checkpoint-every"), ("resume", "--resume")]
 
 
 def check(args):

@@ -193,6 +193,20 @@ def build_parser():
     p.add_argument("--cpu", action="store_true",
                    help="use the host reference even with a GPU (default: off)")
     _add_motion_options(p)
+    c = p.add_argument_group(
+        "checkpoints", "A model that survives a restart: the snapshot of the model and the "
+        "count of the input's frames it has seen, in one .npz file.")
+    c.add_argument("--checkpoint", type=pathlib.Path, metavar="PATH",
+                   help="write a checkpoint when the input ends (and every "
+                        "--checkpoint-every frames); each write is whole, a hidden file "
+                        "renamed (default: none)")
+    c.add_argument("--checkpoint-every", type=_count, metavar="N",
+                   help="write the checkpoint every N frames too (default: only at the end)")
+    c.add_argument("--resume", type=pathlib.Path, metavar="PATH",
+                   help="start from a checkpoint of an earlier run of this input: its model "
+                        "and parameters (MOG2 options cannot be given), the frames it had "
+                        "seen skipped, masks numbered on from there; may be the --checkpoint "
+                        "file itself (default: none)")
     d = p.add_argument_group(
         "several sources (Dask)", "Each source is processed in order on one worker, each "
         "worker on its own GPU or the host reference; needs fastmog[dask].")
@@ -266,16 +280,19 @@ def _add_mog2_options(p):
         flag = "--" + param["name"].replace("_", "-")
         default = param["default"]
         help_text = f"{param['doc']} (default: {_shown_value(default)})"
+        # default None: mog2_kwargs puts the table's default in, and --resume
+        # can tell an option given from one left alone
         if param["type"] is bool:
-            m.add_argument(flag, dest=param["name"], action="store_true", default=default,
+            m.add_argument(flag, dest=param["name"], action="store_true", default=None,
                            help=help_text)
             negatives = ["--no-" + flag[2:]]
             if param["name"] == "detect_shadows":
                 negatives.append("--no-shadows")     # the README's spelling
             m.add_argument(*negatives, dest=param["name"], action="store_false",
+                           default=None,
                            help=f"turn {flag} off (default: {_shown_value(default)})")
         else:
-            m.add_argument(flag, dest=param["name"], type=_ranged(param), default=default,
+            m.add_argument(flag, dest=param["name"], type=_ranged(param), default=None,
                            metavar=param["type"].__name__.upper(), help=help_text)
     m.add_argument("--learning-rate", type=_learning_rate, default=-1.0, metavar="RATE",
                    help="how fast the model adapts, 0 to 1; 0 freezes it, 1 restarts it every "
@@ -284,7 +301,15 @@ def _add_mog2_options(p):
 
 
 def mog2_kwargs(args):
-    return {param["name"]: getattr(args, param["name"]) for param in mog2_parameters()}
+    """The MOG2 parameters: those given, the table's defaults for the rest."""
+    return {p["name"]: p["default"] if getattr(args, p["name"]) is None
+            else getattr(args, p["name"]) for p in mog2_parameters()}
+
+
+def mog2_given(args):
+    """The MOG2 options given on the command line, as flags."""
+    return ["--" + p["name"].replace("_", "-") for p in mog2_parameters()
+            if getattr(args, p["name"]) is not None]
 
 
 def source_options(args):

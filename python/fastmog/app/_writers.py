@@ -41,8 +41,9 @@ def check_writable_file(path, what):
         path.unlink()
 
 
-def mask_writer(out, overwrite):
-    """The writer for --out (None: masks are not kept), checked now."""
+def mask_writer(out, overwrite, first=0):
+    """The writer for --out (None: masks are not kept), checked now. first:
+    the number of the first mask (a resumed run's), for a folder."""
     if out is None:
         return NoMasks()
     suffix = out.suffix.lower()
@@ -55,7 +56,7 @@ def mask_writer(out, overwrite):
         raise UserError(f"--out {shown(out)} names one image; give a folder for the PNG "
                         f"sequence or a .mkv/.avi file for a video")
     check_folder_name(out)
-    return PngSequence(out, overwrite)
+    return PngSequence(out, overwrite, first)
 
 
 def check_folder_name(out):
@@ -88,14 +89,16 @@ class NoMasks:
 class PngSequence:
     """mask_000000.png, mask_000001.png, ... in a folder that was empty, or
     (with --overwrite) whose old mask_NNNNNN.png files are deleted first;
-    no other file in it is touched."""
+    no other file in it is touched. A resumed run (first > 0) numbers on
+    from `first` and keeps the earlier run's masks below it."""
 
-    def __init__(self, out, overwrite):
+    def __init__(self, out, overwrite, first=0):
         self.path, self.overwrite, self.count = pathlib.Path(out), overwrite, 0
+        self.first = first
         if self.path.exists() and not self.path.is_dir():
             raise UserError(f"cannot write masks to {shown(out)}: it is a file, not a folder")
         if self.path.is_dir():
-            entries = os.listdir(self.path)
+            entries = [e for e in os.listdir(self.path) if not self._earlier(e)]
             if entries and not overwrite:
                 raise UserError(f"--out {shown(out)} is not empty ({len(entries)} entries): "
                                 f"choose an empty folder, or pass --overwrite to replace the "
@@ -111,11 +114,17 @@ class PngSequence:
             # only names this writer produces, so stale masks of a longer
             # earlier run cannot mix with the new ones; user files stay
             for name in os.listdir(self.path):
-                if MASK_NAME.fullmatch(name) and (self.path / name).is_file():
+                if (MASK_NAME.fullmatch(name) and not self._earlier(name)
+                        and (self.path / name).is_file()):
                     (self.path / name).unlink()
 
+    def _earlier(self, name):
+        """A mask of the run this one resumes (numbered below `first`)."""
+        return bool(self.first) and MASK_NAME.fullmatch(name) is not None and \
+            int(name[5:-4]) < self.first
+
     def write(self, mask):
-        _cvio.write_image(self.path / f"mask_{self.count:06d}.png", mask, "mask")
+        _cvio.write_image(self.path / f"mask_{self.first + self.count:06d}.png", mask, "mask")
         self.count += 1
 
     def close(self):

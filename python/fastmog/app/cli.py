@@ -14,7 +14,7 @@ import sys
 
 from .. import _fastmog
 from ..profiling import Timer, sampling_nvml
-from . import _checks, _cvio, _loop, _motion, _multi, _signals, _sources, _writers
+from . import _checkpoint, _checks, _cvio, _loop, _motion, _multi, _signals, _sources, _writers
 from ._errors import EXIT_OK, EXIT_SHORT, EXIT_USAGE, UserError, shown
 from ._options import build_parser, distributed, mog2_kwargs, source_options
 from ._progress import Progress
@@ -26,19 +26,31 @@ def run(args):
     """One source (args.input: a path, or None for the built-in scene)."""
     found = _sources.find_input(args.input)
     _checks.check_options(args, found)
+    _checkpoint.check_options(args)
     on_gpu, why_host = _checks.choose_device(args)
-    try:
-        sub = _loop.subtractor(mog2_kwargs(args), args.device, on_gpu)
-    except (ValueError, TypeError) as e:
-        raise UserError(str(e)) from None
+    resumed = _checkpoint.Resumed(args.resume, args) if args.resume is not None else None
+    sub = None
+    if resumed is None:
+        try:
+            sub = _loop.subtractor(mog2_kwargs(args), args.device, on_gpu)
+        except (ValueError, TypeError) as e:
+            raise UserError(str(e)) from None
 
-    # outputs first: a mistake there must not cost a whole run
+    # outputs first: a mistake there must not cost a whole run. The checkpoint
+    # resumed from is an input, unless it is the --checkpoint written on.
+    same = (args.resume is not None and args.checkpoint is not None
+            and os.path.realpath(args.resume) == os.path.realpath(args.checkpoint))
     _checks.check_outputs({"--out": args.out, "--preview": args.preview,
                            "--trace": args.trace, "--events": args.events,
-                           "--regions": args.regions},
-                          [found.cdnet or found.path, args.ground_truth], args.overwrite)
+                           "--regions": args.regions,
+                           "--checkpoint": None if same else args.checkpoint},
+                          [found.cdnet or found.path, args.ground_truth,
+                           None if same else args.resume], args.overwrite)
     zones = _motion.read_zones(args.zones) if args.zones is not None else None
-    writer = _writers.mask_writer(args.out, args.overwrite)
+    first = 0 if resumed is None else resumed.frames
+    writer = _writers.mask_writer(args.out, args.overwrite, first)
+    if args.checkpoint is not None:
+        _writers.check_writable_file(args.checkpoint, "the checkpoint")
     if args.preview is not None:
         _writers.check_preview(args.preview)
     if args.trace is not None:
@@ -57,7 +69,9 @@ def run(args):
     if not on_gpu:
         print(f"fastmog: {why_host}: running the host reference (slower)"
               + ("" if args.cpu else "; fastmog.diagnose() says more"), file=sys.stderr)
-    check_memory = _checks.memory_check(on_gpu, args.device, args.n_mixtures, args.batch)
+    n_mixtures = (mog2_kwargs(args) if resumed is None
+                  else resumed.snapshot["geometry"])["n_mixtures"]
+    check_memory = _checks.memory_check(on_gpu, args.device, n_mixtures, args.batch)
     streams = _loop.open_streams(args.device, on_gpu)
     source = _sources.open_source(found, source_options(args), on_gpu=on_gpu,
                                   stream=streams[1] if on_gpu else None, timer=timer,
@@ -74,24 +88,40 @@ def run(args):
 
     where = (f"GPU {_fastmog.device_properties(sub.device)['name']}" if on_gpu
              else "the host reference")
-    motion = (_motion.MotionStep(args, zones, source.shape, source.fps)
+    if resumed is not None:
+        resumed.check_source(source.shape, source.expected if source.expected is not None
+                             else source.count)
+    motion = (_motion.MotionStep(args, zones, source.shape, source.fps, first)
               if _motion.wanted(args) else None)
+    if resumed is not None:
+        sub = resumed.subtractor(on_gpu, streams[1] if on_gpu else None)
+        print(f"fastmog: resumed from the checkpoint {shown(args.resume)}: its model has seen "
+              f"{first} frames, which are skipped")
+    checkpoints = None
+    if args.checkpoint is not None:
+        checkpoints = _checkpoint.Checkpoints(args.checkpoint, args.checkpoint_every, first)
+        checkpoints.bind(sub, streams[1] if on_gpu else None)
     print(f"fastmog: {source.description} on {where}")
     if source.decoder_line:
         print(f"fastmog: {source.decoder_line}")
-    return _process(args, sub, source, writer, truth, timer, streams, motion)
+    return _process(args, sub, source, writer, truth, timer, streams, motion, first,
+                    checkpoints)
 
 
-def _process(args, sub, source, writer, truth, timer, streams, motion):
-    """The source through the one frame loop, then the report."""
+def _process(args, sub, source, writer, truth, timer, streams, motion, first, checkpoints):
+    """The source through the one frame loop, then the report. first: the
+    source's frames a resumed run skips."""
     label = "decoding and processing" if source.decoder_line else "processing"
 
     def on_mask(index, mask):
+        at = first + index                      # the frame's place in the source
         if truth is not None:
-            number = source.numbers[index] if source.numbers else index
-            truth.add(number if number is not None else index, mask)
+            number = source.numbers[at] if source.numbers else at
+            truth.add(number if number is not None else at, mask)
         if motion is not None:
-            motion.on_mask(index, mask)
+            motion.on_mask(at, mask)
+        if checkpoints is not None:
+            checkpoints.after(index + 1)
 
     # a GPU profile samples NVML beside the timer: the report's SM and decoder line
     nvml = (sampling_nvml(timer, sub.device) if timer is not None and streams
@@ -101,9 +131,11 @@ def _process(args, sub, source, writer, truth, timer, streams, motion):
             done = _loop.process(sub, source, writer, streams=streams,
                                  learning_rate=args.learning_rate, batch=args.batch,
                                  timer=timer,
-                                 on_mask=None if truth is None and motion is None else on_mask,
+                                 on_mask=None if truth is None and motion is None
+                                 and checkpoints is None else on_mask,
                                  progress=Progress(label, source.count),
-                                 keep_last=args.preview is not None)
+                                 keep_last=args.preview is not None, skip=first,
+                                 segment=None if checkpoints is None else checkpoints.every)
     except UserError as e:
         if writer.count and writer.path is not None:
             # what this run wrote is kept, and the error line says it is incomplete
@@ -133,6 +165,15 @@ def _process(args, sub, source, writer, truth, timer, streams, motion):
         print(f"fastmog: wrote {writer.count} masks to {shown(args.out)}{checked}")
     if motion is not None:
         print("\n".join(motion.summary({"events": args.events, "regions": args.regions})))
+    if checkpoints is not None:
+        if not interrupted and checkpoints.written != first + done.frames:
+            checkpoints.write(done.frames)
+        if checkpoints.written is None:
+            print("fastmog: no checkpoint written (interrupted before the first)")
+        else:
+            print(f"fastmog: checkpoint: the model after {checkpoints.written} frames of the "
+                  f"input in {shown(args.checkpoint)}"
+                  + (" (the last one before the stop)" if interrupted else ""))
     if done.last_mask is not None:
         print(f"fastmog: wrote the preview {shown(args.preview)}")
     if truth is not None:
