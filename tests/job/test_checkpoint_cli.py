@@ -118,8 +118,13 @@ def test_mistakes_are_one_line_before_the_run(frames_dir, checkpoint, tmp_path, 
         frames_dir, "--cpu", "--resume", checkpoint, "--history", "30")
     assert "cannot continue a mask video" in error(
         frames_dir, "--cpu", "--resume", checkpoint, "--out", tmp_path / "m.mkv")
-    assert "single source" in error(frames_dir, frames_dir, "--cpu", "--checkpoint",
-                                    tmp_path / "c.npz")
+    assert "give --checkpoint-every too" in error(frames_dir, frames_dir, "--cpu",
+                                                  "--checkpoint", tmp_path / "ck")
+    assert "single source" in error(frames_dir, frames_dir, "--cpu", "--resume", checkpoint)
+    a_file = tmp_path / "c.npz"
+    a_file.write_bytes(b"x")
+    assert "is a file; with several sources it is a folder" in error(
+        frames_dir, frames_dir, "--cpu", "--checkpoint", a_file, "--checkpoint-every", "5")
     small = tmp_path / "small"
     small.mkdir()
     cv2.imwrite(str(small / "a.png"), np.zeros((20, 30), np.uint8))

@@ -219,6 +219,51 @@ def test_a_lost_worker_is_reported_and_the_others_finish(client, sources):
         assert r.digest == masks_digest(alone(folder))
 
 
+class KillsOnce:
+    """A folder's frames that kill the worker once, after `after` frames, the
+    first time they are read (a marker file says it happened)."""
+
+    def __init__(self, folder, marker, after):
+        self.folder, self.marker, self.after = str(folder), str(marker), after
+
+    def __call__(self):
+        for i, f in enumerate(sorted(pathlib.Path(self.folder).iterdir())):
+            if i == self.after and not os.path.exists(self.marker):
+                open(self.marker, "w").close()
+                os.kill(os.getpid(), signal.SIGKILL)
+            yield cv2.imread(str(f), cv2.IMREAD_COLOR)
+
+
+def test_a_lost_source_resumes_from_its_checkpoint(client, sources, tmp_path):
+    """Killed after 12 frames, checkpointed every 5: run again elsewhere from
+    frame 10, its masks are those of the source run alone, every one."""
+    folder = sources[0]                                   # 14 frames
+    out = tmp_path / "out"
+    killer = KillsOnce(folder, tmp_path / "killed", after=12)
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        results = pool.submit(fastmog.process_sources, [killer, sources[1]], client=client,
+                              out_dirs=[out, None], mog2_kwargs=MOG2, device_policy="cpu",
+                              checkpoints=tmp_path / "ck", checkpoint_every=5
+                              ).result(timeout=120)
+    r = results[0]
+    assert (tmp_path / "killed").exists()                 # it was killed, and run again
+    assert r.status == "done", r.error
+    assert r.resumed_from == 10 and r.frames == 4
+    written = [cv2.imread(str(p), cv2.IMREAD_UNCHANGED) for p in sorted(out.iterdir())]
+    expected = alone(folder)
+    assert len(written) == len(expected) == 14
+    for k, (w, e) in enumerate(zip(written, expected)):
+        np.testing.assert_array_equal(w, e, err_msg=f"mask {k}")
+    assert results[1].status == "done" and results[1].resumed_from == 0
+
+
+def test_checkpoint_options_are_checked_before_the_cluster(tmp_path):
+    with pytest.raises(ValueError, match="no checkpoints folder"):
+        fastmog.process_sources([lambda: iter(())], checkpoint_every=5)
+    with pytest.raises(ValueError, match="checkpoint_every must be"):
+        fastmog.process_sources([lambda: iter(())], checkpoints=tmp_path)
+
+
 def test_cli_terminal_holds_only_fastmogs_lines(sources, tmp_path):
     """A source that fails mid-run: its one line, and none of distributed's
     (no worker error block, no "Port 8787 is already in use" warning, which a

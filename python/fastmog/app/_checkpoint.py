@@ -17,17 +17,17 @@ import os
 
 from .. import _fastmog, cpu, load_snapshot, save_snapshot
 from ._errors import UserError, shown
-from ._options import mog2_given
 from ._writers import LOSSLESS_VIDEO
 
 KEY = "source_frames"
 
 
 class Resumed:
-    """A checkpoint read for --resume: the snapshot and the frames it saw."""
+    """A checkpoint read to resume from: the snapshot and the frames it saw.
+    given: the MOG2 options the command line gave (refused: the checkpoint
+    brings its parameters)."""
 
-    def __init__(self, path, args):
-        given = mog2_given(args)
+    def __init__(self, path, given=()):
         if given:
             raise UserError(f"{given[0]} cannot be given with --resume: a resumed model keeps "
                             f"the parameters of its checkpoint")

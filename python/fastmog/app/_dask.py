@@ -39,7 +39,7 @@ import warnings
 import numpy as np
 
 from .. import _fastmog, cpu
-from . import _checks, _loop, _sources, _writers
+from . import _checkpoint, _checks, _loop, _sources, _writers
 from ._errors import UserError
 
 DEVICE_POLICIES = ("spread", "first", "cpu")
@@ -62,7 +62,10 @@ class SourceResult:
     (its masks are those of the frames read); None when whole.
     score: for a CDnet sequence folder, its masks scored against its own
     groundtruth/ as the main job does ("precision", "recall", "f_measure",
-    "frames" scored); None for other sources."""
+    "frames" scored); None for other sources.
+    resumed_from: with checkpoints, the frames a re-run after a lost worker
+    skipped, its checkpoint's model having seen them (0: not resumed);
+    frames, digest and seconds are then the re-run's own."""
 
     source: object
     status: str
@@ -76,6 +79,7 @@ class SourceResult:
     error: str | None = None
     score: dict | None = None
     incomplete: str | None = None
+    resumed_from: int = 0
 
 
 @dataclasses.dataclass(frozen=True)
@@ -90,6 +94,7 @@ class Job:
     read: _sources.SourceOptions
     progress: bool = False      # report frames done as "fastmog-progress" events
     batch: int = 1              # host frames per MOG2 launch on a GPU (the main job's --batch)
+    checkpoint_every: int | None = None   # frames between a source's checkpoints
 
 
 def source_name(source):
@@ -103,7 +108,7 @@ def source_name(source):
 def process_sources(sources, *, client=None, workers=None, out_dirs=None, mog2_kwargs=None,
                     learning_rate=-1.0, grey=False, frames=None, decode="auto",
                     batch=1, nvdec_sessions=1, device_policy="spread", on_result=None,
-                    on_progress=None):
+                    on_progress=None, checkpoints=None, checkpoint_every=None, retries=2):
     """Processes every source on a Dask cluster and returns one SourceResult
     per source, in the order given.
 
@@ -126,6 +131,13 @@ def process_sources(sources, *, client=None, workers=None, out_dirs=None, mog2_k
     on_progress: called on the client, a few times a second while sources
     run, with {index of the source: frames done so far} of those running
     (the workers report their counts as they go).
+    checkpoints, checkpoint_every: a folder (which the workers see) where
+    each source's model is checkpointed every `checkpoint_every` frames, as
+    the main job's --checkpoint does; a source whose worker is lost is then
+    run again, up to `retries` times, on another worker, resuming from its
+    last checkpoint (SourceResult.resumed_from). Checkpoints that an earlier
+    call left there for these sources are removed first: a call starts from
+    scratch. Without checkpoints a lost source is reported as lost.
     """
     sources = list(sources)
     if not sources:
@@ -154,17 +166,43 @@ def process_sources(sources, *, client=None, workers=None, out_dirs=None, mog2_k
                          f"got {learning_rate}")
     mog2_kwargs = dict(mog2_kwargs or {})
     cpu.BackgroundSubtractorMOG2(**mog2_kwargs)   # bad parameters fail here, not 8 times
+    paths = _checkpoint_paths(sources, checkpoints, checkpoint_every, retries)
     job = Job(mog2_kwargs, float(learning_rate), device_policy,
               _sources.SourceOptions(frames=frames, grey=bool(grey), decode=decode,
                                      nvdec_sessions=nvdec_sessions),
-              progress=on_progress is not None, batch=batch)
+              progress=on_progress is not None, batch=batch,
+              checkpoint_every=checkpoint_every if checkpoints is not None else None)
+    tries = 1 + (retries if checkpoints is not None else 0)
     if client is not None:
         if workers is not None:
             raise ValueError("workers= sizes a local cluster; with client= the cluster is "
                              "the client's")
-        return _schedule(client, sources, out_dirs, job, on_result, on_progress)
+        return _schedule(client, sources, out_dirs, paths, tries, job, on_result, on_progress)
     with local_client(workers) as own:
-        return _schedule(own, sources, out_dirs, job, on_result, on_progress)
+        return _schedule(own, sources, out_dirs, paths, tries, job, on_result, on_progress)
+
+
+def _checkpoint_paths(sources, folder, every, retries):
+    """Each source's checkpoint file in `folder` (None each without one),
+    the folder made and the files an earlier call left removed."""
+    if folder is None:
+        if every is not None:
+            raise ValueError("checkpoint_every says how often to write checkpoints; no "
+                             "checkpoints folder is given")
+        return [None] * len(sources)
+    if every is None or isinstance(every, bool) or not isinstance(every, numbers.Integral) \
+            or every < 1:
+        raise ValueError(f"checkpoint_every must be a whole number of frames, at least 1, "
+                         f"with checkpoints; got {every!r}")
+    if isinstance(retries, bool) or not isinstance(retries, numbers.Integral) or retries < 0:
+        raise ValueError(f"retries must be a whole number, at least 0, got {retries!r}")
+    folder = os.fsdecode(folder)
+    os.makedirs(folder, exist_ok=True)
+    paths = [os.path.join(folder, f"{name}.npz") for name in unique_names(sources)]
+    for path in paths:
+        if os.path.lexists(path):
+            os.unlink(path)
+    return paths
 
 
 class local_client:
@@ -284,17 +322,19 @@ class _Counts:
                 pass
 
 
-def _schedule(client, sources, out_dirs, job, on_result, on_progress=None):
+def _schedule(client, sources, out_dirs, paths, tries, job, on_result, on_progress=None):
     with _Removals(client) as removed, _Counts(client, on_progress is not None) as counts:
-        return _run_all(client, sources, out_dirs, job, on_result, removed,
+        return _run_all(client, sources, out_dirs, paths, tries, job, on_result, removed,
                         on_progress, counts)
 
 
-def _run_all(client, sources, out_dirs, job, on_result, removed, on_progress, counts):
+def _run_all(client, sources, out_dirs, paths, tries, job, on_result, removed, on_progress,
+             counts):
     from distributed import wait
 
     results = [None] * len(sources)
     pending = collections.deque(range(len(sources)))
+    attempts = [0] * len(sources)
     running = {}                       # future -> (index, worker)
     slots = {}                         # worker -> (host, slot), until it is removed
     without_workers = None
@@ -310,10 +350,15 @@ def _run_all(client, sources, out_dirs, job, on_result, removed, on_progress, co
         for future, (i, w) in list(running.items()):
             if removed.lost(future, w) and not future.done():
                 # pinned: the scheduler will not move it, so it is given up here
+                # and, with a checkpoint to resume from, run again elsewhere
                 future.cancel()
                 del running[future]
+                if attempts[i] < tries:
+                    pending.appendleft(i)
+                    continue
                 settle(i, SourceResult(sources[i], "lost", out_dir=out_dirs[i], worker=w,
-                                       error=f"worker {w} was lost while processing it"))
+                                       error=f"worker {w} was lost while processing it"
+                                       + (f" ({tries} times)" if tries > 1 else "")))
         # where to submit only: a worker missing from this (cached) list is
         # merely not given a source now
         live = {w: host for w, host in live_workers(client).items()
@@ -325,8 +370,10 @@ def _run_all(client, sources, out_dirs, job, on_result, removed, on_progress, co
                 slots[w] = (live[w], min(set(range(len(taken) + 1)) - taken))
             if pending and w not in busy:
                 i = pending.popleft()
+                attempts[i] += 1
                 future = client.submit(_run_source, sources[i], out_dirs[i], slots[w][1], job,
-                                       workers=[w], allow_other_workers=False, pure=False,
+                                       paths[i], workers=[w], allow_other_workers=False,
+                                       pure=False,
                                        key=f"fastmog-source-{i}-{os.urandom(4).hex()}")
                 running[future] = (i, w)
         if not live and pending and not running:
@@ -349,7 +396,11 @@ def _run_all(client, sources, out_dirs, job, on_result, removed, on_progress, co
             pass
         for future in [f for f in running if f.done()]:
             i, w = running.pop(future)
-            settle(i, _collect(future, sources[i], out_dirs[i], w))
+            result = _collect(future, sources[i], out_dirs[i], w)
+            if result.status == "lost" and attempts[i] < tries:
+                pending.appendleft(i)
+                continue
+            settle(i, result)
         if on_progress is not None and running:
             on_progress({i: counts.frames.get(f.key, 0) for f, (i, _) in running.items()})
     return results
@@ -379,16 +430,23 @@ def _collect(future, source, out_dir, worker):
 # ---- on the worker -----------------------------------------------------------------------
 
 
-def _run_source(source, out_dir, slot, job):
+def _run_source(source, out_dir, slot, job, checkpoint=None):
     """One whole source, in order, by one subtractor in this worker process,
     through the main job's own opener and frame loop. Returns the fields of
-    its SourceResult (small: no masks travel back)."""
+    its SourceResult (small: no masks travel back). checkpoint: the source's
+    checkpoint file (None: none); a rerun finds the one its lost worker
+    wrote, and resumes from it."""
     policy = job.device_policy
     on_gpu = policy != "cpu" and _fastmog.cuda_available()
     device = (0 if policy == "first" else slot % _fastmog.device_count()) if on_gpu else None
-    sub = _loop.subtractor(job.mog2_kwargs, device, on_gpu)
-    # the client checked the folder; a rerun's stale masks are replaced
-    writer = _writers.PngSequence(out_dir, True) if out_dir is not None else _writers.NoMasks()
+    resumed = (_checkpoint.Resumed(checkpoint) if checkpoint is not None
+               and os.path.exists(checkpoint) else None)
+    first = 0 if resumed is None else resumed.frames
+    sub = _loop.subtractor(job.mog2_kwargs, device, on_gpu) if resumed is None else None
+    # the client checked the folder; a rerun's stale masks are replaced (from
+    # its checkpoint's frame on, when it resumes)
+    writer = (_writers.PngSequence(out_dir, True, first) if out_dir is not None
+              else _writers.NoMasks())
     streams = _loop.open_streams(device, on_gpu)
     truth = None
     try:
@@ -397,7 +455,9 @@ def _run_source(source, out_dir, slot, job):
             opened = _sources.open_source(
                 found, job.read, on_gpu=on_gpu,
                 stream=streams[1] if on_gpu else None, timer=None,
-                check_memory=_checks.memory_check(on_gpu, device, sub.n_mixtures))
+                check_memory=_checks.memory_check(
+                    on_gpu, device, sub.n_mixtures if sub is not None
+                    else resumed.snapshot["geometry"]["n_mixtures"]))
             if found.cdnet is not None:
                 # a CDnet sequence is scored against its own ground truth, as alone
                 try:
@@ -408,23 +468,35 @@ def _run_source(source, out_dir, slot, job):
                     raise
         else:
             opened = _sources.open_callable(source, job.read.frames)
+        if resumed is not None:
+            if opened.shape is not None:
+                resumed.check_source(opened.shape, None)
+            sub = resumed.subtractor(on_gpu, streams[1] if on_gpu else None)
     except BaseException:
         for s in streams:
             s.close()
         raise
+    checkpoints = None
+    if checkpoint is not None:
+        checkpoints = _checkpoint.Checkpoints(checkpoint, job.checkpoint_every, first)
+        checkpoints.bind(sub, streams[1] if on_gpu else None)
     digest, shapes = hashlib.sha256(), []
     numbers = opened.numbers
 
     def seen(index, mask):
         digest.update(np.ascontiguousarray(mask).data)
         shapes[:] = [mask.shape]
+        at = first + index
         if truth is not None:
-            number = numbers[index] if numbers else None
-            truth.add(number if number is not None else index, mask)
+            number = numbers[at] if numbers else None
+            truth.add(number if number is not None else at, mask)
+        if checkpoints is not None:
+            checkpoints.after(index + 1)
 
     done = _loop.process(sub, opened, writer, streams=streams,
                          learning_rate=job.learning_rate, batch=job.batch, on_mask=seen,
-                         progress=_Reporter() if job.progress else None)
+                         progress=_Reporter() if job.progress else None, skip=first,
+                         segment=job.checkpoint_every)
     if done.interrupted:
         raise KeyboardInterrupt
     score = None
@@ -434,7 +506,8 @@ def _run_source(source, out_dir, slot, job):
                  "frames": s.frames}
     return {"frames": done.frames, "shape": shapes[0] if shapes else None,
             "digest": digest.hexdigest(), "out_dir": out_dir, "device": device,
-            "seconds": done.seconds, "score": score, "incomplete": opened.incomplete()}
+            "seconds": done.seconds, "score": score, "incomplete": opened.incomplete(),
+            "resumed_from": first}
 
 
 class _Reporter:

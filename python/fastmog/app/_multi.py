@@ -8,7 +8,7 @@ import sys
 import time
 
 from .. import cpu
-from . import _checks, _motion, _signals, _sources, _writers
+from . import _checkpoint, _checks, _motion, _signals, _sources, _writers
 from ._dask import live_workers, local_client, process_sources, source_name, unique_names
 from ._errors import EXIT_INCOMPLETE, EXIT_OK, EXIT_SHORT, UserError, shown
 from ._options import mog2_kwargs
@@ -18,18 +18,26 @@ from ._progress import Progress
 _SINGLE_ONLY = [("preview", "--preview"), ("preview_full_size", "--preview-full-size"), ("ground_truth", "--ground-truth"),
                 ("trace", "--trace"), ("profile", "--profile"), ("sync", "--sync"),
                 ("device", "--device"), ("size", "--size"), ("colour", "--colour"),
-                ("fps", "--fps"), ("checkpoint", "--checkpoint"),
-                ("checkpoint_every", "--checkpoint-every"), ("resume", "--resume")]
+                ("fps", "--fps"), ("resume", "--resume")]
 
 
 def check(args):
     """Everything that can be refused before a cluster starts: options, the
     sources (the workers read them: a shared file system is assumed) and
     the output folders. Returns (sources, out_dirs)."""
+    _checkpoint.check_options(args)
     for name, flag in _SINGLE_ONLY:
         if getattr(args, name):
             raise UserError(f"{flag} is for a single source; it cannot be used with several "
                             f"sources, --workers or --scheduler")
+    if args.checkpoint is not None:
+        if args.checkpoint_every is None:
+            raise UserError("with several sources --checkpoint is a folder of checkpoints "
+                            "for re-running a source whose worker is lost; give "
+                            "--checkpoint-every too")
+        if args.checkpoint.exists() and not args.checkpoint.is_dir():
+            raise UserError(f"--checkpoint {shown(args.checkpoint)} is a file; with several "
+                            f"sources it is a folder, one checkpoint per source")
     if _motion.wanted(args):
         raise UserError("the motion options (--zones, --morphology, --min-area, --threshold, "
                         "--events, --regions) are for a single source; they cannot be used "
@@ -159,8 +167,10 @@ def _run(args, sources, out_dirs):
                     scored = (f"; CDnet ground truth: precision {s['precision']:.4f} recall "
                               f"{s['recall']:.4f} F-measure {s['f_measure']:.4f} over "
                               f"{s['frames']} frames")
+                resumed = (f"; resumed from its checkpoint at frame {r.resumed_from} after "
+                           f"its worker was lost" if r.resumed_from else "")
                 print(f"fastmog: {name}: {r.frames} frames in {r.seconds:.3f} s ({rate}) "
-                      f"on {on} of worker {r.worker}{wrote}{scored}")
+                      f"on {on} of worker {r.worker}{wrote}{scored}{resumed}")
                 if r.incomplete and args.accept_short:
                     print(f"fastmog: note: {name}: {r.incomplete}; accepted (--accept-short)")
                 elif r.incomplete:
@@ -177,6 +187,7 @@ def _run(args, sources, out_dirs):
             learning_rate=args.learning_rate, grey=args.grey, frames=args.frames,
             decode=args.decode, batch=args.batch, nvdec_sessions=args.nvdec_sessions,
             device_policy="cpu" if args.cpu else "spread",
+            checkpoints=args.checkpoint, checkpoint_every=args.checkpoint_every,
             on_result=report, on_progress=show_progress if progress.enabled else None)
         progress.close()
         elapsed = time.perf_counter() - started

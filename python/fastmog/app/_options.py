@@ -199,7 +199,8 @@ def build_parser():
     c.add_argument("--checkpoint", type=pathlib.Path, metavar="PATH",
                    help="write a checkpoint when the input ends (and every "
                         "--checkpoint-every frames); each write is whole, a hidden file "
-                        "renamed (default: none)")
+                        "renamed; with several sources a folder, from which a source whose "
+                        "Dask worker is lost resumes elsewhere (default: none)")
     c.add_argument("--checkpoint-every", type=_count, metavar="N",
                    help="write the checkpoint every N frames too (default: only at the end)")
     c.add_argument("--resume", type=pathlib.Path, metavar="PATH",

@@ -16,7 +16,7 @@ from .. import _fastmog
 from ..profiling import Timer, sampling_nvml
 from . import _checkpoint, _checks, _cvio, _loop, _motion, _multi, _signals, _sources, _writers
 from ._errors import EXIT_OK, EXIT_SHORT, EXIT_USAGE, UserError, shown
-from ._options import build_parser, distributed, mog2_kwargs, source_options
+from ._options import build_parser, distributed, mog2_given, mog2_kwargs, source_options
 from ._progress import Progress
 
 # ---- the job -----------------------------------------------------------------------------
@@ -28,7 +28,8 @@ def run(args):
     _checks.check_options(args, found)
     _checkpoint.check_options(args)
     on_gpu, why_host = _checks.choose_device(args)
-    resumed = _checkpoint.Resumed(args.resume, args) if args.resume is not None else None
+    resumed = (_checkpoint.Resumed(args.resume, mog2_given(args)) if args.resume is not None
+               else None)
     sub = None
     if resumed is None:
         try:
