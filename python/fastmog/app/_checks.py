@@ -25,8 +25,8 @@ def check_options(args, found):
                             "ground truth")
     if args.preview_full_size and args.preview is None:
         raise UserError("--preview-full-size sizes the --preview image; no --preview is given")
-    if args.decode != "auto" and found.kind != "video":
-        raise UserError(f"--decode {args.decode} is for video files")
+    if args.decode != "auto" and found.kind not in ("video", "stream"):
+        raise UserError(f"--decode {args.decode} is for video files and live streams")
     if args.fps is not None and (args.out is None
                                  or args.out.suffix.lower() not in LOSSLESS_VIDEO):
         raise UserError("--fps sets the frame rate of a mask video; --out names no video")

@@ -11,7 +11,7 @@ from .. import cpu
 from . import _checkpoint, _checks, _motion, _signals, _sources, _writers
 from ._dask import live_workers, local_client, process_sources, source_name, unique_names
 from ._errors import EXIT_INCOMPLETE, EXIT_OK, EXIT_SHORT, UserError, shown
-from ._options import mog2_kwargs
+from ._options import DEFAULT_BATCH, mog2_kwargs
 from ._progress import Progress
 
 # single-run options that have no meaning, or no implementation, per source here
@@ -48,7 +48,8 @@ def check(args):
     inputs = []
     for text in args.input:
         found = _sources.find_input(text)
-        inputs.append(found.cdnet or found.path)
+        if found.kind != "stream":
+            inputs.append(found.cdnet or found.path)
         if args.decode != "auto" and found.kind != "video":
             raise UserError(f"--decode {args.decode} is for video files; "
                             f"{shown(text)} is a folder")
@@ -185,7 +186,8 @@ def _run(args, sources, out_dirs):
         results = process_sources(
             sources, client=client, out_dirs=out_dirs, mog2_kwargs=mog2_kwargs(args),
             learning_rate=args.learning_rate, grey=args.grey, frames=args.frames,
-            decode=args.decode, batch=args.batch, nvdec_sessions=args.nvdec_sessions,
+            decode=args.decode, batch=args.batch or DEFAULT_BATCH,
+            nvdec_sessions=args.nvdec_sessions,
             device_policy="cpu" if args.cpu else "spread",
             checkpoints=args.checkpoint, checkpoint_every=args.checkpoint_every,
             on_result=report, on_progress=show_progress if progress.enabled else None)

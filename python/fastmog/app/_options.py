@@ -22,6 +22,9 @@ and the summary printed).
 """
 
 
+DEFAULT_BATCH = 8             # --batch for files; a live stream's is 1 (latency)
+
+
 def _size(text):
     try:
         w, h = (int(v) for v in text.lower().split("x"))
@@ -40,6 +43,13 @@ def _count(text, least=1):
         raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
     if value < least:
         raise argparse.ArgumentTypeError(f"expected a number of at least {least}, got {text!r}")
+    return value
+
+
+def _seconds(text):
+    value = _float(text)
+    if not 0 < value < math.inf:
+        raise argparse.ArgumentTypeError(f"expected a positive number of seconds, got {text!r}")
     return value
 
 
@@ -176,11 +186,18 @@ def build_parser():
                    help="NVDEC sessions decoding one video file at once, a closed GOP each "
                         "(one session uses one NVDEC engine); frames stay in order, and each "
                         "session holds up to two GOPs of frames in GPU memory (default: 1)")
-    p.add_argument("--batch", type=_count, default=8, metavar="K",
+    p.add_argument("--batch", type=_count, default=None, metavar="K",
                    help="frames per MOG2 launch for host-decoded input on the GPU: the model "
                         "is read and written once per K frames, the masks are the same; "
                         "masks come out K frames later (NVDEC frames go one by one) "
-                        "(default: 8)")
+                        f"(default: {DEFAULT_BATCH}; 1 for a live stream)")
+    p.add_argument("--open-timeout", type=_seconds, default=10.0, metavar="S",
+                   help="a live stream that has not opened after S seconds ends the run "
+                        "with one line (default: 10)")
+    p.add_argument("--stall-timeout", type=_seconds, default=5.0, metavar="S",
+                   help="a live stream that gives no frame for S seconds has dropped: it is "
+                        "reconnected (after 0.5 s, 1, 2, 4, then every 8 s), one line each "
+                        "(default: 5)")
     p.add_argument("--profile", action="store_true",
                    help="print the per-call timer report (default: off)")
     p.add_argument("--sync", action="store_true",
@@ -318,4 +335,5 @@ def source_options(args):
     argparse namespace travels."""
     return SourceOptions(frames=args.frames, grey=args.grey, decode=args.decode,
                          nvdec_sessions=args.nvdec_sessions, fps=args.fps, size=args.size,
-                         colour=args.colour)
+                         colour=args.colour, open_timeout=args.open_timeout,
+                         stall_timeout=args.stall_timeout)

@@ -17,6 +17,7 @@ from .. import _fastmog
 from ..scene import BuiltinScene
 from ..scoring import frame_number_of
 from ..video import DecodeError, VideoReader
+from ..video._live import LIVE_SCHEMES, is_live
 from . import _cvio
 from ._errors import UserError, shown
 from ._progress import Progress
@@ -40,6 +41,9 @@ class SourceOptions:
     fps: float | None = None
     size: tuple[int, int] | None = None
     colour: bool = False
+    open_timeout: float = 10.0
+    stall_timeout: float = 5.0
+    on_stream_event: object = None      # called (url, StreamEvent) for a live stream's drops
 
 
 class Input:
@@ -59,8 +63,12 @@ def find_input(text):
         # pathlib would read "" as ".", the current folder
         raise UserError("the input is an empty path: give a video file or a folder of frames")
     if "://" in os.fsdecode(text):
-        raise UserError(f"{shown(text)} is a URL: URLs and live streams are not supported "
-                        f"yet; give a video file or a folder of frames")
+        url = os.fsdecode(text)              # as given: a path would fold its "//"
+        if not is_live(url):
+            raise UserError(f"{shown(url)} is a URL fastmog does not read: give a live "
+                            f"stream ({', '.join(s + '://' for s in LIVE_SCHEMES)}), a "
+                            f"video file or a folder of frames")
+        return Input("stream", url)
     path = pathlib.Path(text)
     try:
         mode = os.stat(path).st_mode
@@ -130,6 +138,7 @@ class Source:
         self.reached = None      # frames of the timeline passed, where the decoder says
         self.decode_error = None
         self.reader = None       # the VideoReader behind the frames, if any
+        self.arrivals = None     # a live stream's: {index: when the frame was decoded}
         self._frames = frames
 
     def __iter__(self):
@@ -187,8 +196,68 @@ def open_source(found, options, *, on_gpu, stream, timer, check_memory):
         return open_scene(options, on_gpu, check_memory)
     if found.kind == "frames":
         return open_frames(found, options, check_memory)
+    if found.kind == "stream":
+        return open_stream(found, options, check_memory)
     return open_video(found, options, on_gpu=on_gpu, stream=stream, timer=timer,
                       check_memory=check_memory)
+
+
+def open_stream(found, options, check_memory):
+    """A live stream through fastmog.VideoReader, decoded on the host; it has
+    no count and no end (--frames, Ctrl-C or SIGTERM end the run). Its drops
+    and reconnects go to options.on_stream_event as they are seen; each
+    frame's arrival is kept, by index, for its latency (Source.arrivals)."""
+    url = found.path
+    if options.decode == "nvdec":
+        raise UserError("--decode nvdec: live streams are decoded on the host for now")
+    try:
+        reader = VideoReader(url, decode="cpu", grey=options.grey,
+                             open_timeout=options.open_timeout,
+                             stall_timeout=options.stall_timeout)
+    except ValueError as e:
+        raise UserError(str(e)) from None
+    try:
+        frames = iter(reader)
+        first = next(frames)
+        check_memory(first.host.shape)
+    except StopIteration:
+        reader.close()
+        raise UserError(f"{url}: the stream gave no frame") from None
+    except ValueError as e:
+        reader.close()
+        raise UserError(str(e)) from None
+    except BaseException:
+        reader.close()
+        raise
+    limit = options.frames
+    source = None
+
+    def items():
+        seen, frame, n = 0, first, 0
+        while True:
+            source.arrivals[n] = frame.arrival
+            if options.on_stream_event is not None:
+                for event in reader.events[seen:]:
+                    options.on_stream_event(url, event)
+                seen = len(reader.events)
+            yield frame.host
+            n += 1
+            if limit is not None and n >= limit:
+                return
+            try:
+                frame = next(frames)
+            except StopIteration:
+                return
+            except DecodeError as e:           # the reconnects ran out
+                source.decode_error = str(e)
+                return
+
+    source = Source(f"{url} (live stream)", first.host.shape, items(),
+                    fps=options.fps or reader.fps or DEFAULT_FPS)
+    source.reader = reader
+    source.arrivals = {}
+    source.decoder_line = "decoding on the CPU (live streams are decoded on the host)"
+    return source
 
 
 def open_callable(fn, limit=None):

@@ -8,15 +8,18 @@ with one line on stderr and exit status 2, found before the run wherever it
 can be (exit statuses: _options.EPILOG).
 """
 import contextlib
+import dataclasses
 import errno
 import os
 import sys
+import time
 
 from .. import _fastmog
 from ..profiling import Timer, sampling_nvml
 from . import _checkpoint, _checks, _cvio, _loop, _motion, _multi, _signals, _sources, _writers
 from ._errors import EXIT_OK, EXIT_SHORT, EXIT_USAGE, UserError, shown
-from ._options import build_parser, distributed, mog2_given, mog2_kwargs, source_options
+from ._options import (DEFAULT_BATCH, build_parser, distributed, mog2_given, mog2_kwargs,
+                       source_options)
 from ._progress import Progress
 
 # ---- the job -----------------------------------------------------------------------------
@@ -26,6 +29,9 @@ def run(args):
     """One source (args.input: a path, or None for the built-in scene)."""
     found = _sources.find_input(args.input)
     _checks.check_options(args, found)
+    live = found.kind == "stream"
+    if args.batch is None:
+        args.batch = 1 if live else DEFAULT_BATCH     # a live frame's mask comes at once
     _checkpoint.check_options(args)
     on_gpu, why_host = _checks.choose_device(args)
     resumed = (_checkpoint.Resumed(args.resume, mog2_given(args)) if args.resume is not None
@@ -45,7 +51,7 @@ def run(args):
                            "--trace": args.trace, "--events": args.events,
                            "--regions": args.regions,
                            "--checkpoint": None if same else args.checkpoint},
-                          [found.cdnet or found.path, args.ground_truth,
+                          [None if live else found.cdnet or found.path, args.ground_truth,
                            None if same else args.resume], args.overwrite)
     zones = _motion.read_zones(args.zones) if args.zones is not None else None
     first = 0 if resumed is None else resumed.frames
@@ -74,7 +80,8 @@ def run(args):
                   else resumed.snapshot["geometry"])["n_mixtures"]
     check_memory = _checks.memory_check(on_gpu, args.device, n_mixtures, args.batch)
     streams = _loop.open_streams(args.device, on_gpu)
-    source = _sources.open_source(found, source_options(args), on_gpu=on_gpu,
+    options = dataclasses.replace(source_options(args), on_stream_event=_stream_event)
+    source = _sources.open_source(found, options, on_gpu=on_gpu,
                                   stream=streams[1] if on_gpu else None, timer=timer,
                                   check_memory=check_memory)
     if found.kind == "scene":
@@ -90,8 +97,8 @@ def run(args):
     where = (f"GPU {_fastmog.device_properties(sub.device)['name']}" if on_gpu
              else "the host reference")
     if resumed is not None:
-        resumed.check_source(source.shape, source.expected if source.expected is not None
-                             else source.count)
+        resumed.check_source(source.shape, None if live else source.expected
+                             if source.expected is not None else source.count)
     motion = (_motion.MotionStep(args, zones, source.shape, source.fps, first)
               if _motion.wanted(args) else None)
     if resumed is not None:
@@ -109,12 +116,28 @@ def run(args):
                     checkpoints)
 
 
+def _stream_event(url, event):
+    """A live stream's drop or reconnect, one line each, as it is seen."""
+    if event.kind == "dropped":
+        print(f"fastmog: {url}: the stream dropped after {event.frames} frames "
+              f"({event.reason}); reconnecting")
+    else:
+        print(f"fastmog: {url}: reconnected after {event.seconds:.1f} s (attempt "
+              f"{event.attempt}); about {event.lost} frames lost meanwhile")
+
+
 def _process(args, sub, source, writer, truth, timer, streams, motion, first, checkpoints):
     """The source through the one frame loop, then the report. first: the
-    source's frames a resumed run skips."""
+    frames a resumed run counts as seen (a file's are skipped; a live
+    stream's are not: it goes on in real time)."""
     label = "decoding and processing" if source.decoder_line else "processing"
+    latencies = []
 
     def on_mask(index, mask):
+        if source.arrivals is not None:
+            arrival = source.arrivals.pop(index, None)
+            if arrival is not None:
+                latencies.append(time.monotonic() - arrival)
         at = first + index                      # the frame's place in the source
         if truth is not None:
             number = source.numbers[at] if source.numbers else at
@@ -133,9 +156,11 @@ def _process(args, sub, source, writer, truth, timer, streams, motion, first, ch
                                  learning_rate=args.learning_rate, batch=args.batch,
                                  timer=timer,
                                  on_mask=None if truth is None and motion is None
-                                 and checkpoints is None else on_mask,
+                                 and checkpoints is None and source.arrivals is None
+                                 else on_mask,
                                  progress=Progress(label, source.count),
-                                 keep_last=args.preview is not None, skip=first,
+                                 keep_last=args.preview is not None,
+                                 skip=0 if source.arrivals is not None else first,
                                  segment=None if checkpoints is None else checkpoints.every)
     except UserError as e:
         if writer.count and writer.path is not None:
@@ -164,6 +189,8 @@ def _process(args, sub, source, writer, truth, timer, streams, motion, first, ch
         if isinstance(writer, _writers.LosslessVideo):
             checked = " (not read back: interrupted)" if interrupted else " (read back: exact)"
         print(f"fastmog: wrote {writer.count} masks to {shown(args.out)}{checked}")
+    if source.arrivals is not None:
+        print(_live_summary(source.reader, latencies))
     if motion is not None:
         print("\n".join(motion.summary({"events": args.events, "regions": args.regions})))
     if checkpoints is not None:
@@ -203,6 +230,19 @@ def _process(args, sub, source, writer, truth, timer, streams, motion, first, ch
             print(f"fastmog: error: {what}; pass --accept-short to accept it", file=sys.stderr)
             return EXIT_SHORT
     return EXIT_OK
+
+
+def _live_summary(reader, latencies):
+    """Reconnects, frames lost and the latency from a frame decoded to its
+    mask (median, p99, max)."""
+    line = (f"fastmog: live stream: {reader.reconnects} reconnect"
+            f"{'s' if reader.reconnects != 1 else ''}, about {reader.lost_frames} frames lost")
+    if latencies:
+        ms = sorted(1e3 * t for t in latencies)
+        p99 = ms[min(len(ms) - 1, int(0.99 * len(ms)))]
+        line += (f"; latency from a frame decoded to its mask: median {ms[len(ms) // 2]:.2f} "
+                 f"ms, p99 {p99:.2f} ms, max {ms[-1]:.2f} ms over {len(ms)} frames")
+    return line
 
 
 @contextlib.contextmanager

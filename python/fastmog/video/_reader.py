@@ -19,6 +19,7 @@ from .. import _fastmog
 from ._backend import Backend
 from ._errors import DecodeError
 from ._host import HostDecoder
+from ._live import LiveDecoder, is_live
 from ._nvdec import NvdecDecoder, import_nvc
 from ._nvdec_sessions import ParallelNvdecDecoder
 
@@ -32,7 +33,9 @@ class VideoFrame:
     or H×W grey numpy array in the reader's ring; `luma` and `chroma` are None.
     `pts` is the presentation time in seconds (None where unknown); `number`
     is the frame's place in the container's timeline, round(pts x fps) (None
-    where either is unknown): it skips where frames are missing."""
+    where either is unknown): it skips where frames are missing. `arrival`,
+    for a live stream, is when the frame was decoded (time.monotonic()
+    seconds): the start of its latency; None for files."""
 
     index: int
     pts: float | None
@@ -41,6 +44,7 @@ class VideoFrame:
     chroma: object = None
     host: np.ndarray | None = None
     number: int | None = None
+    arrival: float | None = None
 
     @property
     def on_device(self):
@@ -84,7 +88,8 @@ def _close_quietly(frames, decoder):
 
 class VideoReader:
     """VideoReader(source, *, stream=None, decode="auto", device=None, grey=False,
-    depth=4, sessions=1, open_timeout=None, timer=None): iterate for the frames of a video
+    depth=4, sessions=1, open_timeout=None, timer=None, stall_timeout=5.0,
+    max_reconnects=None): iterate for the frames of a video
     file or stream URL, in order, as VideoFrame records.
 
     decode: "nvdec" decodes on the GPU with PyNvVideoCodec (DecodeError naming
@@ -122,10 +127,19 @@ class VideoReader:
     Opening runs in a helper thread: Ctrl-C interrupts a source that does not
     answer (a FIFO with no writer, a silent camera) with KeyboardInterrupt, and
     `open_timeout` seconds end it with DecodeError; the abandoned open stays
-    blocked in its daemon thread. Reading a live stream that stalls waits for
-    the backend's own read timeout (OpenCV: 30 s). A stream that breaks
-    mid-file raises DecodeError with `frame_index` after yielding every frame
-    before it.
+    blocked in its daemon thread. A stream that breaks mid-file raises
+    DecodeError with `frame_index` after yielding every frame before it.
+
+    Live streams (`live`: an rtsp://, udp://, tcp://, http(s):// ... URL) are
+    decoded on the host in a reader thread and have no frame count and no
+    end: a drop (the server closes, an error, or no frame for
+    `stall_timeout` seconds) is followed by reconnects with a growing pause
+    (0.5 s to 8 s), up to `max_reconnects` (None: until closed), after which
+    DecodeError. `reconnects`, `lost_frames` (frames missing, from timestamp
+    jumps and the time down) and `events` (StreamEvent records) say what
+    happened; each frame's `arrival` starts its latency. The wait for a
+    frame is interruptible by Ctrl-C; the first open gives up after
+    `open_timeout` seconds (default 10) with DecodeError.
 
     Each decoded frame is timed like a fastmog call, "VideoReader.decode", in
     `timer` or the active fastmog.profile() Timer, and is an NVTX range when
@@ -135,7 +149,8 @@ class VideoReader:
     _decoder: Backend            # the backend chosen: every property below asks it
 
     def __init__(self, source, *, stream=None, decode="auto", device=None, grey=False, depth=4,
-                 sessions=1, open_timeout=None, timer=None):
+                 sessions=1, open_timeout=None, timer=None, stall_timeout=5.0,
+                 max_reconnects=None):
         if decode not in ("auto", "nvdec", "cpu"):
             raise ValueError(f"decode must be 'auto', 'nvdec' or 'cpu', not {decode!r}")
         if not isinstance(depth, int) or depth < 1:
@@ -156,7 +171,10 @@ class VideoReader:
         self.stream = stream                 # kept alive: NVDEC queues work on it
         self.fallback_reason = None
         self._decoder, self._pending = None, None
-        if decode != "cpu":
+        self.live = is_live(source)
+        if self.live:
+            self._open_live(decode, open_timeout, stall_timeout, max_reconnects)
+        elif decode != "cpu":
             try:
                 self._open_nvdec(stream, device, open_timeout, sessions)
             except DecodeError as e:
@@ -169,12 +187,30 @@ class VideoReader:
                 self.fallback_reason = str(e)
         else:
             self.fallback_reason = "decode='cpu' was asked for"
-        if self._decoder is None:
+        if self._decoder is None:                # no NVDEC: the host
             self._decoder = HostDecoder(source, self.grey, depth, open_timeout)
             self._frames = self._decoder.frames()
         self._index = 0
         self._numbers = []                   # the timeline places read, for gaps
         self._closed = False
+
+    def _open_live(self, decode, open_timeout, stall_timeout, max_reconnects):
+        if decode == "nvdec":
+            raise DecodeError(f"{self.source}: live streams are decoded on the host for now; "
+                              f"pass decode='cpu' (or 'auto')")
+        if not (isinstance(stall_timeout, (int, float)) and 0 < stall_timeout < float("inf")):
+            raise ValueError(f"stall_timeout must be a positive number of seconds, not "
+                             f"{stall_timeout!r}")
+        if max_reconnects is not None and (isinstance(max_reconnects, bool)
+                                           or not isinstance(max_reconnects, int)
+                                           or max_reconnects < 0):
+            raise ValueError(f"max_reconnects must be None or a whole number, not "
+                             f"{max_reconnects!r}")
+        self.fallback_reason = (None if decode == "cpu"
+                                else "live streams are decoded on the host for now")
+        self._decoder = LiveDecoder(self.source, self.grey, self.depth, open_timeout,
+                                    stall_timeout, max_reconnects)
+        self._frames = self._decoder.frames()
 
     def _open_nvdec(self, stream, device, open_timeout, sessions):
         import_nvc()                         # the most basic reason first
@@ -235,6 +271,23 @@ class VideoReader:
         return self._decoder.declared or None
 
     @property
+    def reconnects(self):
+        """A live stream's reconnects so far (0 for files)."""
+        return getattr(self._decoder, "reconnects", 0)
+
+    @property
+    def lost_frames(self):
+        """A live stream's frames lost so far, from its timestamps' jumps and
+        the time it was down between connections (0 for files)."""
+        return getattr(self._decoder, "lost", 0)
+
+    @property
+    def events(self):
+        """A live stream's drops and reconnects so far, as StreamEvent records
+        (a list the reader thread appends to; [] for files)."""
+        return getattr(self._decoder, "events", [])
+
+    @property
     def gaps(self):
         """[(first, last), ...]: the frame numbers missing so far, inclusive."""
         return timeline_gaps(self._numbers)
@@ -280,10 +333,12 @@ class VideoReader:
             item = self._timed_next(self._frames, self._decoder)
         luma, chroma, host, pts = item
         fps = self._decoder.fps
-        number = round(pts * fps) if pts is not None and fps else None
+        # a live stream's timestamps start afresh at each reconnect: no timeline
+        number = round(pts * fps) if pts is not None and fps and not self.live else None
         if number is not None:
             self._numbers.append(number)
-        frame = VideoFrame(self._index, pts, self.grey, luma, chroma, host, number)
+        frame = VideoFrame(self._index, pts, self.grey, luma, chroma, host, number,
+                           getattr(self._decoder, "arrival", None))
         self._index += 1
         return frame
 
@@ -293,7 +348,10 @@ class VideoReader:
         if not self._closed:
             self._closed = True
             self._pending = None
-            self._frames.close()
+            try:
+                self._frames.close()
+            except ValueError:
+                pass        # another thread is inside it: the decoder's close ends it
             self._decoder.close()
 
     def __enter__(self):

@@ -1,0 +1,104 @@
+"""The main job on live streams (issue 24): a URL is read as a stream with
+no end, its masks are those of the same frames from the file, drops are
+reconnected with one line each, latency is reported, a stream that never
+opens is one line, and Ctrl-C or SIGTERM end a stalled run at once."""
+import signal
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+
+import fastmog
+from cli_helpers import one_error_line, run
+from live_servers import TcpServer, file_frames, frame_boundary, unused_port, write_ts_clip
+
+cv2 = pytest.importorskip("cv2")
+
+MOG2 = ["--history", "20", "--var-threshold", "12"]
+
+
+@pytest.fixture(scope="module")
+def clip(tmp_path_factory):
+    path = write_ts_clip(tmp_path_factory.mktemp("live") / "clip.ts")
+    if path is None:
+        pytest.skip("this OpenCV cannot write MPEG-TS")
+    return path, path.read_bytes(), file_frames(path)
+
+
+def _host_masks(frames):
+    sub = fastmog.cpu.BackgroundSubtractorMOG2(history=20, var_threshold=12.0)
+    return [sub.apply(f).copy() for f in frames]
+
+
+def test_live_masks_equal_the_files(clip, tmp_path):
+    path, data, expected = clip
+    out = tmp_path / "masks"
+    with TcpServer([("send", data, "hold")]) as server:
+        r = run(server.url, "--cpu", *MOG2, "--frames", "40", "--out", out, timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert f"{server.url} (live stream)" in r.stdout
+    assert "live stream: 0 reconnects, about 0 frames lost; latency from a frame decoded " \
+           "to its mask: median" in r.stdout
+    written = [cv2.imread(str(p), cv2.IMREAD_UNCHANGED) for p in sorted(out.iterdir())]
+    want = _host_masks(expected[:40])
+    assert len(written) == 40
+    for k, (w, e) in enumerate(zip(written, want)):
+        np.testing.assert_array_equal(w, e, err_msg=f"mask {k}")
+
+
+def test_a_drop_is_one_line_and_the_run_goes_on(clip):
+    path, data, expected = clip
+    cut = frame_boundary(data, 0.5)
+    with TcpServer([("send", data[:cut], "close"), ("send", data, "hold")]) as server:
+        r = run(server.url, "--cpu", "--frames", "45", "--stall-timeout", "1", timeout=60)
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()
+    dropped = [l for l in lines if "the stream dropped after" in l]
+    back = [l for l in lines if "reconnected after" in l]
+    assert len(dropped) == len(back) == 1, r.stdout
+    assert "processed 45 frames" in r.stdout
+    assert "live stream: 1 reconnect," in r.stdout
+
+
+def test_a_stream_that_never_opens_is_one_line(clip):
+    with TcpServer([("silent",)]) as server:
+        started = time.monotonic()
+        line = one_error_line(run(server.url, "--cpu", "--open-timeout", "1", timeout=60))
+        assert time.monotonic() - started < 20
+    assert f"cannot open {server.url}" in line
+
+
+def test_an_rtsp_url_is_kept_whole():
+    """The URL once lost a slash ("rtsp:/127.0.0.1..."), read as a path."""
+    url = f"rtsp://127.0.0.1:{unused_port()}/cam"
+    line = one_error_line(run(url, "--cpu", "--open-timeout", "2", timeout=60))
+    assert url in line and "no such file" not in line
+
+
+def test_a_url_fastmog_does_not_read(tmp_path):
+    line = one_error_line(run("ftp://127.0.0.1/x.mp4", "--cpu"))
+    assert "is a URL fastmog does not read" in line and "rtsp://" in line
+
+
+@pytest.mark.parametrize("signum, status", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+def test_a_stalled_live_run_stops_at_once(clip, tmp_path, signum, status):
+    path, data, expected = clip
+    out = tmp_path / "masks"
+    with TcpServer([("send", data[:frame_boundary(data, 0.3)], "hold")]) as server:
+        p = subprocess.Popen([sys.executable, "-m", "fastmog", server.url, "--cpu",
+                              "--stall-timeout", "60", "--out", str(out)],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and len(list(out.glob("mask_*.png"))) < 5:
+            time.sleep(0.05)
+        time.sleep(0.5)                     # the stream is stalled now: no frame for 60 s
+        p.send_signal(signum)
+        started = time.monotonic()
+        stdout, stderr = p.communicate(timeout=30)
+        took = time.monotonic() - started
+    assert p.returncode == status, stderr
+    assert took < 3, took
+    assert "interrupted after" in stdout and "Traceback" not in stderr
+    assert len(list(out.glob("mask_*.png"))) >= 5

@@ -1,0 +1,179 @@
+"""Live stream servers for the tests, on loopback only, started and stopped
+by the test: a TCP server whose connections each follow a script (send some
+bytes, then close or hold the connection open), a UDP sender that loops a
+clip, and an HTTP server of one file. Their clip is an MPEG-TS file that
+OpenCV writes (a container made for streams)."""
+import http.server
+import socket
+import threading
+import time
+
+import numpy as np
+
+
+def write_ts_clip(path, n=50, size=(64, 48), fps=25.0):
+    """An MPEG-TS clip of `n` colour frames (noise and a block that walks);
+    None where this OpenCV cannot write one."""
+    import cv2
+
+    writer = cv2.VideoWriter(str(path), cv2.VideoWriter_fourcc(*"mp4v"), fps, size)
+    if not writer.isOpened():
+        return None
+    rng = np.random.default_rng(2)
+    for i in range(n):
+        frame = rng.integers(90, 110, (size[1], size[0], 3), dtype=np.uint8)
+        frame[10:22, i % (size[0] - 10):i % (size[0] - 10) + 10] = 240
+        writer.write(frame)
+    writer.release()
+    return path
+
+
+def frame_boundary(data, fraction):
+    """A cut of the transport stream `data` near `fraction` of it that leaves
+    whole frames before it: just before a transport packet that starts a
+    video PES packet (00 00 01 E0)."""
+    starts = [at for at in range(0, len(data) - 188, 188)
+              if data[at] == 0x47 and data[at + 1] & 0x40
+              and _payload(data[at:at + 188]).startswith(b"\x00\x00\x01\xe0")]
+    want = fraction * len(data)
+    return min(starts[1:], key=lambda at: abs(at - want))
+
+
+def _payload(packet):
+    control = (packet[3] >> 4) & 3
+    at = 4 + (1 + packet[4] if control == 3 else 0)
+    return packet[at:] if control & 1 else b""
+
+
+def file_frames(path):
+    """The clip's frames as OpenCV decodes the file."""
+    import cv2
+
+    cap = cv2.VideoCapture(str(path))
+    frames = []
+    while True:
+        ok, frame = cap.read()
+        if not ok:
+            return frames
+        frames.append(frame)
+
+
+class TcpServer:
+    """Serves connection k by script[k] (the last repeats): ("send", data,
+    then) where then is "close" or "hold" (keep it open, silent, until the
+    server stops); ("silent",): accept and never send. url: tcp://..."""
+
+    def __init__(self, script):
+        self.script = script
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen()
+        self.sock.settimeout(0.1)
+        self.url = f"tcp://127.0.0.1:{self.sock.getsockname()[1]}"
+        self.stopping = threading.Event()
+        self.connections = 0
+        self.held = []
+        self.thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self):
+        while not self.stopping.is_set():
+            try:
+                conn, _ = self.sock.accept()
+            except (socket.timeout, OSError):
+                continue
+            step = self.script[min(self.connections, len(self.script) - 1)]
+            self.connections += 1
+            if step[0] == "send":
+                try:
+                    conn.sendall(step[1])
+                except OSError:
+                    pass
+                if step[2] == "close":
+                    time.sleep(0.05)
+                    conn.close()
+                    continue
+            self.held.append(conn)
+
+    def __enter__(self):
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.stopping.set()
+        self.thread.join(timeout=2)
+        for c in self.held:
+            c.close()
+        self.sock.close()
+
+
+class UdpSender:
+    """Sends the clip's bytes to udp://127.0.0.1:port in 1316-byte datagrams
+    (7 transport packets), over and over, at about `rate` bytes a second."""
+
+    def __init__(self, data, rate=200_000):
+        probe = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        probe.bind(("127.0.0.1", 0))
+        self.port = probe.getsockname()[1]
+        probe.close()
+        self.url = f"udp://127.0.0.1:{self.port}"
+        self.data, self.rate = data, rate
+        self.stopping = threading.Event()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self):
+        out = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        step = 1316
+        while not self.stopping.is_set():
+            for at in range(0, len(self.data), step):
+                if self.stopping.is_set():
+                    break
+                out.sendto(self.data[at:at + step], ("127.0.0.1", self.port))
+                time.sleep(step / self.rate)
+        out.close()
+
+    def __enter__(self):
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.stopping.set()
+        self.thread.join(timeout=2)
+
+
+class HttpServer:
+    """Serves one file at http://127.0.0.1:port/clip.ts."""
+
+    def __init__(self, data):
+        body = data
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_GET(self):
+                self.send_response(200)
+                self.send_header("Content-Type", "video/mp2t")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *args):
+                pass
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/clip.ts"
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+
+    def __enter__(self):
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def unused_port():
+    """A loopback port nobody listens on (bound, then let go)."""
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
