@@ -177,3 +177,117 @@ def unused_port():
     port = s.getsockname()[1]
     s.close()
     return port
+
+
+class RtspServer:
+    """A minimal RTSP server of one path, /cam, for FFmpeg's client: DESCRIBE
+    gives an MPEG-TS over RTP stream (payload type 33), SETUP takes RTP over
+    the RTSP connection (RTP/AVP/TCP, interleaved) or over UDP to the
+    client's ports, PLAY sends the clip's transport packets, seven to an RTP
+    packet, at about `rate` bytes a second, over and over. One client at a
+    time. url: rtsp://127.0.0.1:port/cam"""
+
+    def __init__(self, data, rate=400_000):
+        self.data, self.rate = data, rate
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen()
+        self.sock.settimeout(0.1)
+        self.url = f"rtsp://127.0.0.1:{self.sock.getsockname()[1]}/cam"
+        self.stopping = threading.Event()
+        self.transports = []                 # what each SETUP asked for
+        self.thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self):
+        while not self.stopping.is_set():
+            try:
+                conn, _ = self.sock.accept()
+            except (socket.timeout, OSError):
+                continue
+            try:
+                self._session(conn)
+            except OSError:
+                pass
+            finally:
+                conn.close()
+
+    def _requests(self, conn):
+        buf = b""
+        conn.settimeout(0.1)
+        while not self.stopping.is_set():
+            while b"\r\n\r\n" not in buf:
+                try:
+                    chunk = conn.recv(4096)
+                except socket.timeout:
+                    if self.stopping.is_set():
+                        return
+                    continue
+                if not chunk:
+                    return
+                buf += chunk
+            head, buf = buf.split(b"\r\n\r\n", 1)
+            lines = head.decode().split("\r\n")
+            headers = dict(l.split(": ", 1) for l in lines[1:] if ": " in l)
+            yield lines[0].split(" ")[0], headers
+
+    def _reply(self, conn, cseq, extra="", body=""):
+        text = f"RTSP/1.0 200 OK\r\nCSeq: {cseq}\r\n{extra}"
+        if body:
+            text += f"Content-Type: application/sdp\r\nContent-Length: {len(body)}\r\n"
+        conn.sendall((text + "\r\n" + body).encode())
+
+    def _session(self, conn):
+        transport = None
+        for method, h in self._requests(conn):
+            cseq = h.get("CSeq", "0")
+            if method == "OPTIONS":
+                self._reply(conn, cseq, "Public: OPTIONS, DESCRIBE, SETUP, PLAY, TEARDOWN\r\n")
+            elif method == "DESCRIBE":
+                sdp = ("v=0\r\no=- 0 0 IN IP4 127.0.0.1\r\ns=fastmog test\r\n"
+                       "c=IN IP4 127.0.0.1\r\nt=0 0\r\nm=video 0 RTP/AVP 33\r\n"
+                       "a=rtpmap:33 MP2T/90000\r\na=control:track0\r\n")
+                self._reply(conn, cseq, f"Content-Base: {self.url}/\r\n", sdp)
+            elif method == "SETUP":
+                transport = h.get("Transport", "")
+                self.transports.append(transport)
+                self._reply(conn, cseq, f"Transport: {transport}\r\nSession: 1\r\n")
+            elif method == "PLAY":
+                self._reply(conn, cseq, "Session: 1\r\n")
+                self._play(conn, transport)
+                return
+            else:
+                self._reply(conn, cseq)
+
+    def _play(self, conn, transport):
+        udp = None
+        if "TCP" not in transport:
+            port = int(transport.split("client_port=")[1].split("-")[0])
+            udp = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        seq, step = 0, 188 * 7
+        try:
+            while not self.stopping.is_set():
+                for at in range(0, len(self.data), step):
+                    if self.stopping.is_set():
+                        return
+                    stamp = int(time.monotonic() * 90000) & 0xFFFFFFFF
+                    rtp = (bytes([0x80, 33]) + (seq & 0xFFFF).to_bytes(2, "big")
+                           + stamp.to_bytes(4, "big") + b"\x00\x00\x00\x01"
+                           + self.data[at:at + step])
+                    seq += 1
+                    if udp is not None:
+                        udp.sendto(rtp, ("127.0.0.1", port))
+                    else:
+                        conn.sendall(b"$\x00" + len(rtp).to_bytes(2, "big") + rtp)
+                    time.sleep(step / self.rate)
+        finally:
+            if udp is not None:
+                udp.close()
+
+    def __enter__(self):
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.stopping.set()
+        self.thread.join(timeout=2)
+        self.sock.close()

@@ -102,3 +102,21 @@ def test_a_stalled_live_run_stops_at_once(clip, tmp_path, signum, status):
     assert took < 3, took
     assert "interrupted after" in stdout and "Traceback" not in stderr
     assert len(list(out.glob("mask_*.png"))) >= 5
+
+
+def test_an_rtsp_run_over_tcp_equals_the_files_masks(clip, tmp_path):
+    from live_servers import RtspServer
+
+    path, data, expected = clip
+    out = tmp_path / "masks"
+    with RtspServer(data) as server:
+        r = run(server.url, "--cpu", *MOG2, "--rtsp-transport", "tcp", "--frames", "30",
+                "--out", out, timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert "TCP" in server.transports[0]
+    written = [cv2.imread(str(p), cv2.IMREAD_UNCHANGED) for p in sorted(out.iterdir())]
+    for k, (w, e) in enumerate(zip(written, _host_masks(expected[:30]))):
+        np.testing.assert_array_equal(w, e, err_msg=f"mask {k}")
+    assert len(written) == 30
+    assert "is for rtsp:// streams" in one_error_line(run(path, "--cpu", "--rtsp-transport",
+                                                          "udp"))

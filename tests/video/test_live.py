@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 
 import fastmog
-from live_servers import (HttpServer, TcpServer, UdpSender, file_frames, frame_boundary,
+from live_servers import (HttpServer, RtspServer, TcpServer, UdpSender, file_frames,
+                          frame_boundary,
                           unused_port, write_ts_clip)
 
 cv2 = pytest.importorskip("cv2")
@@ -161,3 +162,17 @@ def test_live_options_are_checked():
         fastmog.VideoReader("tcp://127.0.0.1:1", decode="cpu", max_reconnects=-1)
     with pytest.raises(fastmog.DecodeError, match="decoded on the host"):
         fastmog.VideoReader("tcp://127.0.0.1:1", decode="nvdec")
+
+
+@pytest.mark.parametrize("transport", ["tcp", "udp"])
+def test_an_rtsp_stream_over_either_transport(clip, transport):
+    path, data, expected = clip
+    with RtspServer(data) as server:
+        with fastmog.VideoReader(server.url, decode="cpu", rtsp_transport=transport,
+                                 open_timeout=5.0) as reader:
+            got = _read(reader, 40)
+        assert ("TCP" in server.transports[0]) == (transport == "tcp"), server.transports
+    for k, g in enumerate(got):
+        np.testing.assert_array_equal(g, expected[k], err_msg=f"frame {k}")
+    with pytest.raises(ValueError, match="rtsp_transport is for rtsp"):
+        fastmog.VideoReader(str(path), decode="cpu", rtsp_transport="tcp")

@@ -25,6 +25,9 @@ def check_options(args, found):
                             "ground truth")
     if args.preview_full_size and args.preview is None:
         raise UserError("--preview-full-size sizes the --preview image; no --preview is given")
+    if args.rtsp_transport is not None and not (
+            found.kind == "stream" and found.path.lower().startswith("rtsp")):
+        raise UserError("--rtsp-transport is for rtsp:// streams")
     if args.decode != "auto" and found.kind not in ("video", "stream"):
         raise UserError(f"--decode {args.decode} is for video files and live streams")
     if args.fps is not None and (args.out is None

@@ -43,6 +43,7 @@ class SourceOptions:
     colour: bool = False
     open_timeout: float = 10.0
     stall_timeout: float = 5.0
+    rtsp_transport: str | None = None
     on_stream_event: object = None      # called (url, StreamEvent) for a live stream's drops
 
 
@@ -213,7 +214,8 @@ def open_stream(found, options, check_memory):
     try:
         reader = VideoReader(url, decode="cpu", grey=options.grey,
                              open_timeout=options.open_timeout,
-                             stall_timeout=options.stall_timeout)
+                             stall_timeout=options.stall_timeout,
+                             rtsp_transport=options.rtsp_transport)
     except ValueError as e:
         raise UserError(str(e)) from None
     try:

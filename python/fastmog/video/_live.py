@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import collections
 import dataclasses
+import os
 import queue
 import threading
 import time
@@ -28,6 +29,8 @@ from ._errors import DecodeError
 LIVE_SCHEMES = ("rtsp", "rtsps", "rtmp", "rtp", "srt", "udp", "tcp", "http", "https")
 BACKOFF = (0.5, 1.0, 2.0, 4.0, 8.0)      # seconds before each reconnect, the last repeated
 _POLL = 0.05                             # seconds between looks at the queue
+_OPTIONS = "OPENCV_FFMPEG_CAPTURE_OPTIONS"
+_OPTIONS_LOCK = threading.Lock()
 
 
 def is_live(source) -> bool:
@@ -65,7 +68,8 @@ class LiveDecoder:
     name = "cpu"
     declared = 0
 
-    def __init__(self, source, grey, depth, open_timeout, stall_timeout, max_reconnects):
+    def __init__(self, source, grey, depth, open_timeout, stall_timeout, max_reconnects,
+                 rtsp_transport=None):
         try:
             import cv2
         except ImportError:
@@ -74,6 +78,7 @@ class LiveDecoder:
         self.cv2, self.source, self.grey, self.depth = cv2, source, grey, depth
         self.open_timeout = 10.0 if open_timeout is None else float(open_timeout)
         self.stall_timeout, self.max_reconnects = float(stall_timeout), max_reconnects
+        self.rtsp_transport = rtsp_transport
         self.cap = open_interruptibly(self._connect, self.open_timeout + 1.0, source)
         if not self.cap.isOpened():
             raise DecodeError(f"cannot open {source}: no stream there, or no answer within "
@@ -96,10 +101,23 @@ class LiveDecoder:
 
     def _connect(self):
         cv2, ms = self.cv2, int(self.open_timeout * 1000)
-        return cv2.VideoCapture(self.source, cv2.CAP_FFMPEG,
-                                [cv2.CAP_PROP_OPEN_TIMEOUT_MSEC, ms,
-                                 cv2.CAP_PROP_READ_TIMEOUT_MSEC,
-                                 int(self.stall_timeout * 1000)])
+        # OpenCV passes FFmpeg options only through this variable, read at
+        # each open: set for this open alone, under a lock
+        with _OPTIONS_LOCK:
+            saved = os.environ.get(_OPTIONS)
+            if self.rtsp_transport is not None:
+                option = f"rtsp_transport;{self.rtsp_transport}"
+                os.environ[_OPTIONS] = option if not saved else f"{option}|{saved}"
+            try:
+                return cv2.VideoCapture(self.source, cv2.CAP_FFMPEG,
+                                        [cv2.CAP_PROP_OPEN_TIMEOUT_MSEC, ms,
+                                         cv2.CAP_PROP_READ_TIMEOUT_MSEC,
+                                         int(self.stall_timeout * 1000)])
+            finally:
+                if saved is None:
+                    os.environ.pop(_OPTIONS, None)
+                else:
+                    os.environ[_OPTIONS] = saved
 
     def _allocate(self, bgr_shape):
         shape = bgr_shape[:2] if self.grey else bgr_shape

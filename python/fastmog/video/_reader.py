@@ -89,7 +89,7 @@ def _close_quietly(frames, decoder):
 class VideoReader:
     """VideoReader(source, *, stream=None, decode="auto", device=None, grey=False,
     depth=4, sessions=1, open_timeout=None, timer=None, stall_timeout=5.0,
-    max_reconnects=None): iterate for the frames of a video
+    max_reconnects=None, rtsp_transport=None): iterate for the frames of a video
     file or stream URL, in order, as VideoFrame records.
 
     decode: "nvdec" decodes on the GPU with PyNvVideoCodec (DecodeError naming
@@ -139,7 +139,9 @@ class VideoReader:
     jumps and the time down) and `events` (StreamEvent records) say what
     happened; each frame's `arrival` starts its latency. The wait for a
     frame is interruptible by Ctrl-C; the first open gives up after
-    `open_timeout` seconds (default 10) with DecodeError.
+    `open_timeout` seconds (default 10) with DecodeError. `rtsp_transport`
+    ("tcp" or "udp"; None: FFmpeg's choice) is how an rtsp:// stream's RTP
+    packets travel.
 
     Each decoded frame is timed like a fastmog call, "VideoReader.decode", in
     `timer` or the active fastmog.profile() Timer, and is an NVTX range when
@@ -150,7 +152,7 @@ class VideoReader:
 
     def __init__(self, source, *, stream=None, decode="auto", device=None, grey=False, depth=4,
                  sessions=1, open_timeout=None, timer=None, stall_timeout=5.0,
-                 max_reconnects=None):
+                 max_reconnects=None, rtsp_transport=None):
         if decode not in ("auto", "nvdec", "cpu"):
             raise ValueError(f"decode must be 'auto', 'nvdec' or 'cpu', not {decode!r}")
         if not isinstance(depth, int) or depth < 1:
@@ -173,7 +175,10 @@ class VideoReader:
         self._decoder, self._pending = None, None
         self.live = is_live(source)
         if self.live:
-            self._open_live(decode, open_timeout, stall_timeout, max_reconnects)
+            self._open_live(decode, open_timeout, stall_timeout, max_reconnects,
+                            rtsp_transport)
+        elif rtsp_transport is not None:
+            raise ValueError("rtsp_transport is for rtsp:// streams")
         elif decode != "cpu":
             try:
                 self._open_nvdec(stream, device, open_timeout, sessions)
@@ -194,7 +199,7 @@ class VideoReader:
         self._numbers = []                   # the timeline places read, for gaps
         self._closed = False
 
-    def _open_live(self, decode, open_timeout, stall_timeout, max_reconnects):
+    def _open_live(self, decode, open_timeout, stall_timeout, max_reconnects, rtsp_transport):
         if decode == "nvdec":
             raise DecodeError(f"{self.source}: live streams are decoded on the host for now; "
                               f"pass decode='cpu' (or 'auto')")
@@ -206,10 +211,15 @@ class VideoReader:
                                            or max_reconnects < 0):
             raise ValueError(f"max_reconnects must be None or a whole number, not "
                              f"{max_reconnects!r}")
+        if rtsp_transport not in (None, "tcp", "udp"):
+            raise ValueError(f"rtsp_transport must be None (FFmpeg's choice), 'tcp' or 'udp', "
+                             f"not {rtsp_transport!r}")
+        if rtsp_transport is not None and not self.source.lower().startswith("rtsp"):
+            raise ValueError("rtsp_transport is for rtsp:// streams")
         self.fallback_reason = (None if decode == "cpu"
                                 else "live streams are decoded on the host for now")
         self._decoder = LiveDecoder(self.source, self.grey, self.depth, open_timeout,
-                                    stall_timeout, max_reconnects)
+                                    stall_timeout, max_reconnects, rtsp_transport)
         self._frames = self._decoder.frames()
 
     def _open_nvdec(self, stream, device, open_timeout, sessions):
