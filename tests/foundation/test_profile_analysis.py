@@ -389,3 +389,15 @@ def test_calls_inside_a_decoders_span_are_the_decoders_work():
     assert max(roots, key=roots.get) == "VideoReader.decode (NVDEC)"
     assert "GpuMat.copy_to" not in roots and pa.SM not in prof.busy() or \
         prof.busy()[pa.SM] < 0.1
+
+
+def test_latency_samples_are_reported_as_their_distribution():
+    t = fastmog.Timer()
+    for ms in range(1, 201):                    # 1 .. 200 ms
+        t.latency("frame to mask", ms / 1e3)
+    text = t.report()
+    assert "Latency:\n  frame to mask: median 101.000ms, p99 199.000ms, max 200.000ms " \
+           "over 200 samples" in text, text
+    assert len(t.latencies["frame to mask"]) == 200
+    t.reset()
+    assert t.latencies == {} and "Latency:" not in t.report()

@@ -120,3 +120,12 @@ def test_an_rtsp_run_over_tcp_equals_the_files_masks(clip, tmp_path):
     assert len(written) == 30
     assert "is for rtsp:// streams" in one_error_line(run(path, "--cpu", "--rtsp-transport",
                                                           "udp"))
+
+
+def test_the_profile_gives_the_live_latency(clip):
+    path, data, expected = clip
+    with TcpServer([("send", data, "hold")]) as server:
+        r = run(server.url, "--cpu", "--frames", "20", "--profile", timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert "Latency:\n  live frame, decoded to its mask: median " in r.stdout
+    assert "over 20 samples" in r.stdout

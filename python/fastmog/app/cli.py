@@ -116,6 +116,9 @@ def run(args):
                     checkpoints)
 
 
+LATENCY = "live frame, decoded to its mask"
+
+
 def _stream_event(url, event):
     """A live stream's drop or reconnect, one line each, as it is seen."""
     if event.kind == "dropped":
@@ -138,6 +141,8 @@ def _process(args, sub, source, writer, truth, timer, streams, motion, first, ch
             arrival = source.arrivals.pop(index, None)
             if arrival is not None:
                 latencies.append(time.monotonic() - arrival)
+                if timer is not None:
+                    timer.latency(LATENCY, latencies[-1])
         at = first + index                      # the frame's place in the source
         if truth is not None:
             number = source.numbers[at] if source.numbers else at

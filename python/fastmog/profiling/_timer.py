@@ -112,6 +112,22 @@ class Timer(_fastmog._Timer):
     # and device for each transition (fastmog._probes.event_bias)
     calibrate = True
 
+    def latency(self, name, seconds):
+        """Records one latency sample of `name` (a live stream's frame, from its
+        decode to its mask, say); report() gives each name's median, p99 and
+        max, and `latencies` the samples."""
+        self.__dict__.setdefault("_latencies", {}).setdefault(name, []).append(float(seconds))
+
+    @property
+    def latencies(self):
+        """{name: [seconds, ...]} of the latency samples so far."""
+        return {k: list(v) for k, v in self.__dict__.get("_latencies", {}).items()}
+
+    def reset(self):
+        """Forgets every record and latency sample."""
+        super().reset()
+        self.__dict__.pop("_latencies", None)
+
     @property
     def records(self):
         """The calls so far (reads pending CUDA events, waiting only for them).
@@ -217,6 +233,7 @@ class Timer(_fastmog._Timer):
                 why = "  waiting on " + ", ".join(parts)
             lines.append(f"{pct:7.2f}% {_fmt(t):>11} {n:>6} {_fmt(avg):>11} {_fmt(lo):>11} "
                          f"{_fmt(hi):>11} {_fmt(waited[0]):>11}  {name}{why}")
+        lines.extend(_latency_lines(self.latencies))
         lines.extend(_engine_lines(prof))
         lines.append(prof.verdict())
         return "\n".join(lines)
@@ -239,6 +256,19 @@ class Timer(_fastmog._Timer):
             with open(path, "w") as f:
                 json.dump(trace, f)
         return trace
+
+
+def _latency_lines(latencies):
+    """Each latency's distribution: median, p99, max."""
+    if not latencies:
+        return []
+    lines = ["Latency:"]
+    for name, samples in latencies.items():
+        ms = sorted(1e3 * t for t in samples)
+        p99 = ms[min(len(ms) - 1, int(0.99 * len(ms)))]
+        lines.append(f"  {name}: median {_fmt(ms[len(ms) // 2])}, p99 {_fmt(p99)}, max "
+                     f"{_fmt(ms[-1])} over {len(ms)} samples")
+    return lines
 
 
 def _engine_lines(prof):
