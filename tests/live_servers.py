@@ -11,6 +11,17 @@ import time
 import numpy as np
 
 
+def ts_clip(folder):
+    """(path, bytes, frames as OpenCV decodes them) of write_ts_clip's clip
+    in `folder`; the test skips where OpenCV cannot write MPEG-TS."""
+    import pytest
+
+    path = write_ts_clip(folder / "clip.ts")
+    if path is None:
+        pytest.skip("this OpenCV cannot write MPEG-TS")
+    return path, path.read_bytes(), file_frames(path)
+
+
 def write_ts_clip(path, n=50, size=(64, 48), fps=25.0):
     """An MPEG-TS clip of `n` colour frames (noise and a block that walks);
     None where this OpenCV cannot write one."""
@@ -58,21 +69,20 @@ def file_frames(path):
         frames.append(frame)
 
 
-class TcpServer:
-    """Serves connection k by script[k] (the last repeats): ("send", data,
-    then) where then is "close" or "hold" (keep it open, silent, until the
-    server stops); ("silent",): accept and never send. url: tcp://..."""
+class _Server:
+    """A loopback TCP listener whose thread hands each connection to
+    serve(conn) in turn, until the server stops; a context manager."""
 
-    def __init__(self, script):
-        self.script = script
+    scheme = "tcp"
+    path = ""
+
+    def __init__(self):
         self.sock = socket.socket()
         self.sock.bind(("127.0.0.1", 0))
         self.sock.listen()
         self.sock.settimeout(0.1)
-        self.url = f"tcp://127.0.0.1:{self.sock.getsockname()[1]}"
+        self.url = f"{self.scheme}://127.0.0.1:{self.sock.getsockname()[1]}{self.path}"
         self.stopping = threading.Event()
-        self.connections = 0
-        self.held = []
         self.thread = threading.Thread(target=self._run, daemon=True)
 
     def _run(self):
@@ -81,18 +91,10 @@ class TcpServer:
                 conn, _ = self.sock.accept()
             except (socket.timeout, OSError):
                 continue
-            step = self.script[min(self.connections, len(self.script) - 1)]
-            self.connections += 1
-            if step[0] == "send":
-                try:
-                    conn.sendall(step[1])
-                except OSError:
-                    pass
-                if step[2] == "close":
-                    time.sleep(0.05)
-                    conn.close()
-                    continue
-            self.held.append(conn)
+            self.serve(conn)
+
+    def serve(self, conn):
+        raise NotImplementedError
 
     def __enter__(self):
         self.thread.start()
@@ -101,9 +103,36 @@ class TcpServer:
     def __exit__(self, *exc):
         self.stopping.set()
         self.thread.join(timeout=2)
+        self.sock.close()
+
+
+class TcpServer(_Server):
+    """Serves connection k by script[k] (the last repeats): ("send", data,
+    then) where then is "close" or "hold" (keep it open, silent, until the
+    server stops); ("silent",): accept and never send. url: tcp://..."""
+
+    def __init__(self, script):
+        super().__init__()
+        self.script, self.connections, self.held = script, 0, []
+
+    def serve(self, conn):
+        step = self.script[min(self.connections, len(self.script) - 1)]
+        self.connections += 1
+        if step[0] == "send":
+            try:
+                conn.sendall(step[1])
+            except OSError:
+                pass
+            if step[2] == "close":
+                time.sleep(0.05)
+                conn.close()
+                return
+        self.held.append(conn)
+
+    def __exit__(self, *exc):
+        super().__exit__(*exc)
         for c in self.held:
             c.close()
-        self.sock.close()
 
 
 class UdpSender:
@@ -179,7 +208,7 @@ def unused_port():
     return port
 
 
-class RtspServer:
+class RtspServer(_Server):
     """A minimal RTSP server of one path, /cam, for FFmpeg's client: DESCRIBE
     gives an MPEG-TS over RTP stream (payload type 33), SETUP takes RTP over
     the RTSP connection (RTP/AVP/TCP, interleaved) or over UDP to the
@@ -187,29 +216,20 @@ class RtspServer:
     packet, at about `rate` bytes a second, over and over. One client at a
     time. url: rtsp://127.0.0.1:port/cam"""
 
-    def __init__(self, data, rate=400_000):
-        self.data, self.rate = data, rate
-        self.sock = socket.socket()
-        self.sock.bind(("127.0.0.1", 0))
-        self.sock.listen()
-        self.sock.settimeout(0.1)
-        self.url = f"rtsp://127.0.0.1:{self.sock.getsockname()[1]}/cam"
-        self.stopping = threading.Event()
-        self.transports = []                 # what each SETUP asked for
-        self.thread = threading.Thread(target=self._run, daemon=True)
+    scheme, path = "rtsp", "/cam"
 
-    def _run(self):
-        while not self.stopping.is_set():
-            try:
-                conn, _ = self.sock.accept()
-            except (socket.timeout, OSError):
-                continue
-            try:
-                self._session(conn)
-            except OSError:
-                pass
-            finally:
-                conn.close()
+    def __init__(self, data, rate=400_000):
+        super().__init__()
+        self.data, self.rate = data, rate
+        self.transports = []                 # what each SETUP asked for
+
+    def serve(self, conn):
+        try:
+            self._session(conn)
+        except OSError:
+            pass
+        finally:
+            conn.close()
 
     def _requests(self, conn):
         buf = b""
@@ -282,12 +302,3 @@ class RtspServer:
         finally:
             if udp is not None:
                 udp.close()
-
-    def __enter__(self):
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc):
-        self.stopping.set()
-        self.thread.join(timeout=2)
-        self.sock.close()
