@@ -328,7 +328,7 @@
     "As _cpu_nv12_to_bgr for NV21 (chroma pairs stored V, U): equal to\n" \
     "cv2.cvtColor(frame, cv2.COLOR_YUV2BGR_NV21) (COLOR_YUV2RGB_NV21 with rgb=True).")
 
-/* ---- the host motion step (morphology_cpu.c, components_cpu.c) ----------- */
+/* ---- the motion step (morphology.c; on the host morphology_cpu.c, components_cpu.c) */
 
 #define FM_DOC_CPU_MORPHOLOGY PyDoc_STR( \
     "_cpu_morphology($module, mask, element, op, iterations, /, *, out=None)\n--\n\n" \
@@ -338,6 +338,14 @@
     "cv2.morphologyEx with its default anchor and border. Returns a new array, or\n" \
     "writes `out` (which may be the mask itself). fastmog.cpu.morphology builds\n" \
     "the element and checks the names.")
+
+#define FM_DOC_MORPHOLOGY PyDoc_STR( \
+    "_morphology($module, mask, element, op, iterations, /, *, stream, out=None,\n" \
+    "            timer=None)\n--\n\n" \
+    "As _cpu_morphology on the GPU, queued on `stream`: the mask is a GpuMat, any\n" \
+    "producer's device memory or a numpy array (uploaded); returns a new GpuMat,\n" \
+    "or writes `out` (a GpuMat, which may be the mask itself). fastmog.morphology\n" \
+    "builds the element and checks the names.")
 
 #define FM_DOC_CPU_CONNECTED_COMPONENTS PyDoc_STR( \
     "_cpu_connected_components($module, mask, connectivity, min_area, foreground,\n" \

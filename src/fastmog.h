@@ -714,8 +714,9 @@ PyTypeObject *fm_mog2_make_type(PyObject *module, PyType_Spec *spec, PyTypeObjec
 extern PyMethodDef fm_nv12_methods[];
 extern PyMethodDef fm_nv12_cpu_methods[];
 
-/* ---- morphology_cpu.c, components_cpu.c: the motion step on the host ----- */
+/* ---- morphology.c; morphology_cpu.c, components_cpu.c: the motion step ---- */
 
+extern PyMethodDef fm_morphology_methods[];
 extern PyMethodDef fm_morphology_cpu_methods[];
 extern PyMethodDef fm_components_cpu_methods[];
 

@@ -30,7 +30,8 @@ static PyMethodDef *const method_tables[] = {
     fm_device_methods, fm_pinned_methods, fm_devmem_methods, fm_transfer_methods,
     fm_nvtx_methods, fm_timer_methods, fm_mog2_params_methods, fm_mog2_methods_module,
     fm_mog2_cpu_methods_module, fm_nv12_methods,
-    fm_nv12_cpu_methods, fm_morphology_cpu_methods, fm_components_cpu_methods,
+    fm_nv12_cpu_methods, fm_morphology_methods, fm_morphology_cpu_methods,
+    fm_components_cpu_methods,
 };
 
 static int module_exec(PyObject *module)

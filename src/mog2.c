@@ -738,24 +738,33 @@ static PyObject *snapshot_held(fm_state *st, fm_MOG2 *self, fm_Stream *stream)
         PyErr_SetString(PyExc_ValueError, "there is no model yet: call apply() first");
         goto unlock;
     }
-    /* after the work queued on the model on every stream, and complete on
-     * return: the copies go to pageable memory, and the wait ends them */
+    /* After the work queued on the model on every stream: waited for first,
+     * interruptibly, so the copies into pageable memory (which return only
+     * once done) then run at once, with the GIL released (the arrays are
+     * ours alone; the subtractor's lock keeps the model). */
     if (fm_mog2_snapshot_arrays(&self->base.geometry, arrays) < 0
-        || fm_device_buffer_use(st, self->model, stream, FM_USE_AFTER_EARLIER) < 0)
+        || fm_device_buffer_use(st, self->model, stream, FM_USE_AFTER_EARLIER) < 0
+        || fm_wait_stream(st, stream, "waiting for the work before a MOG2 snapshot") < 0)
         goto unlock;
     fm_mog2_model m = model_view(self);
-    for (int k = 0; k < FM_MOG2_SNAPSHOT_ARRAYS; ++k) {
-        PyArrayObject *a = (PyArrayObject *)arrays[k];
-        cudaError_t err = cudaMemcpyAsync(PyArray_DATA(a), model_plane(&m, k),
-                                          (size_t)PyArray_NBYTES(a), cudaMemcpyDeviceToHost,
-                                          stream->handle);
-        if (err != cudaSuccess) {
-            fm_cuda_error(st, err, "copying a MOG2 model's %s to the host", names[k]);
-            goto unlock;
-        }
+    cudaError_t err = cudaSuccess;
+    int failed = 0;
+    Py_BEGIN_ALLOW_THREADS
+    for (; failed < FM_MOG2_SNAPSHOT_ARRAYS && err == cudaSuccess; ++failed) {
+        PyArrayObject *a = (PyArrayObject *)arrays[failed];
+        err = cudaMemcpyAsync(PyArray_DATA(a), model_plane(&m, failed),
+                              (size_t)PyArray_NBYTES(a), cudaMemcpyDeviceToHost,
+                              stream->handle);
     }
-    if (fm_wait_stream(st, stream, "waiting for a MOG2 snapshot") == 0)
-        snapshot = fm_mog2_snapshot_dict(&self->base, arrays);
+    if (err == cudaSuccess)
+        err = cudaStreamSynchronize(stream->handle);
+    Py_END_ALLOW_THREADS
+    if (err != cudaSuccess) {
+        fm_cuda_error(st, err, "copying a MOG2 model's %s to the host",
+                      names[failed > 0 ? failed - 1 : 0]);
+        goto unlock;
+    }
+    snapshot = fm_mog2_snapshot_dict(&self->base, arrays);
 unlock:
     fm_mog2_unlock(&self->base);
 exit_device:
@@ -788,7 +797,11 @@ static int restore_held(fm_state *st, fm_MOG2 *self, const fm_mog2_snapshot *s,
     fm_device_guard guard;
     if (fm_device_enter(st, self->device, &guard) < 0)
         return -1;
-    int rc = rebuild_model(st, self, &s->geometry, stream);
+    /* copies from pageable memory wait for the stream with the GIL held:
+     * what is queued there is waited for first, interruptibly */
+    int rc = fm_wait_stream(st, stream, "waiting for the stream before a MOG2 restore");
+    if (rc == 0)
+        rc = rebuild_model(st, self, &s->geometry, stream);
     fm_mog2_model m = rc == 0 ? model_view(self) : (fm_mog2_model){0};
     for (int k = 0; rc == 0 && k < FM_MOG2_SNAPSHOT_ARRAYS; ++k) {
         /* from pageable memory: staged before the call returns */
@@ -816,21 +829,23 @@ static PyObject *MOG2_restore(PyObject *cls, PyObject *args, PyObject *kwargs)
     fm_Stream *stream = fm_require_stream(st, stream_arg, -1);
     if (stream == NULL || fm_mog2_snapshot_read(snapshot, &s) < 0)
         return NULL;
+    fm_MOG2 *self = NULL;
     PyObject *device = PyLong_FromLong(stream->device);
-    if (device == NULL)
-        return NULL;
-    fm_MOG2 *self = (fm_MOG2 *)fm_mog2_snapshot_subtractor((PyTypeObject *)cls, &s, device);
-    Py_DECREF(device);
-    if (self == NULL)
-        return NULL;
-    if (fm_stream_hold(stream) < 0) {
-        Py_DECREF(self);
-        return NULL;
+    if (device != NULL) {
+        self = (fm_MOG2 *)fm_mog2_snapshot_subtractor((PyTypeObject *)cls, &s, device);
+        Py_DECREF(device);
     }
-    int rc = restore_held(st, self, &s, stream);
-    fm_stream_unhold(stream);
-    if (rc < 0)
-        Py_CLEAR(self);
+    if (self != NULL) {
+        /* Held through the call (stream.c's rule): the waits release the GIL. */
+        if (fm_stream_hold(stream) < 0)
+            Py_CLEAR(self);
+        else {
+            if (restore_held(st, self, &s, stream) < 0)
+                Py_CLEAR(self);
+            fm_stream_unhold(stream);
+        }
+    }
+    fm_mog2_snapshot_clear(&s);
     return (PyObject *)self;
 }
 

@@ -208,8 +208,9 @@ enum {
 };
 
 /* A snapshot read and checked: the constructor's keywords, what the model
- * was built for, its clock and its arrays (borrowed from the snapshot, of
- * the canonical dtypes and shapes, C-contiguous; mode counts checked). */
+ * was built for, its clock and its arrays (of the canonical dtypes and
+ * shapes, C-contiguous; the mode counts a checked copy). References owned
+ * once read: fm_mog2_snapshot_clear releases them. */
 typedef struct fm_mog2_snapshot {
     PyObject *parameters;
     fm_mog2_geometry geometry;
@@ -227,6 +228,7 @@ PyObject *fm_mog2_snapshot_dict(fm_MOG2Base *self, PyObject *arrays[FM_MOG2_SNAP
 /* Reads and checks a snapshot before anything is made: 0, or -1 with
  * TypeError or ValueError naming what is wrong. */
 int fm_mog2_snapshot_read(PyObject *snapshot, fm_mog2_snapshot *out);
+void fm_mog2_snapshot_clear(fm_mog2_snapshot *s);
 /* A new subtractor of `type` with the snapshot's parameters (and device=
  * `device` when not NULL), no model yet. */
 PyObject *fm_mog2_snapshot_subtractor(PyTypeObject *type, const fm_mog2_snapshot *s,

@@ -476,22 +476,21 @@ static PyObject *MOG2Cpu_restore(PyObject *cls, PyObject *snapshot)
     if (fm_mog2_snapshot_read(snapshot, &s) < 0)
         return NULL;
     fm_MOG2Cpu *self = (fm_MOG2Cpu *)fm_mog2_snapshot_subtractor((PyTypeObject *)cls, &s, NULL);
-    if (self == NULL)
-        return NULL;
     /* no other thread has it yet: no lock needed */
-    if (rebuild_model(self, &s.geometry) < 0) {
-        Py_DECREF(self);
-        return NULL;
+    if (self != NULL && rebuild_model(self, &s.geometry) < 0)
+        Py_CLEAR(self);
+    if (self != NULL) {
+        fm_mog2_host_model model = host_model(self, &s.geometry);
+        for (int k = FM_MOG2_SNAP_WEIGHT; k <= FM_MOG2_SNAP_MEAN; ++k) {
+            size_t offset, count;
+            block_span(&s.geometry, k, &offset, &count);
+            planes_to_blocks(&model, offset, count, PyArray_DATA(s.arrays[k]));
+        }
+        memcpy(model.mode_count, PyArray_DATA(s.arrays[FM_MOG2_SNAP_MODE_COUNT]),
+               (size_t)s.geometry.width * (size_t)s.geometry.height);
+        self->base.frames_seen = s.frames_seen;
     }
-    fm_mog2_host_model model = host_model(self, &s.geometry);
-    for (int k = FM_MOG2_SNAP_WEIGHT; k <= FM_MOG2_SNAP_MEAN; ++k) {
-        size_t offset, count;
-        block_span(&s.geometry, k, &offset, &count);
-        planes_to_blocks(&model, offset, count, PyArray_DATA(s.arrays[k]));
-    }
-    memcpy(model.mode_count, PyArray_DATA(s.arrays[FM_MOG2_SNAP_MODE_COUNT]),
-           (size_t)s.geometry.width * (size_t)s.geometry.height);
-    self->base.frames_seen = s.frames_seen;
+    fm_mog2_snapshot_clear(&s);
     return (PyObject *)self;
 }
 

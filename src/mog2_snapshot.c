@@ -217,8 +217,9 @@ int fm_mog2_snapshot_read(PyObject *snapshot, fm_mog2_snapshot *out)
         return -1;
     }
     PyObject *geometry = item(snapshot, "geometry");
+    /* OpenCV counts frames in an int: the learning rate's clock stays one */
     if (geometry == NULL || read_geometry(geometry, &out->geometry) < 0
-        || whole(snapshot, "frames_seen", 0, LONG_MAX, &frames_seen) < 0)
+        || whole(snapshot, "frames_seen", 0, INT_MAX, &frames_seen) < 0)
         return -1;
     out->frames_seen = frames_seen;
     if ((out->parameters = item(snapshot, "parameters")) == NULL)
@@ -239,9 +240,22 @@ int fm_mog2_snapshot_read(PyObject *snapshot, fm_mog2_snapshot *out)
                         "not have");
         return -1;
     }
+    PyArrayObject *found[FM_MOG2_SNAPSHOT_ARRAYS];
     for (int k = 0; k < FM_MOG2_SNAPSHOT_ARRAYS; ++k)
-        if ((out->arrays[k] = read_array(snapshot, &out->geometry, k)) == NULL)
+        if ((found[k] = read_array(snapshot, &out->geometry, k)) == NULL)
             return -1;
+    /* Owned from here: the mode counts as a copy of our own, checked, so no
+     * Python code run later (the constructor's) can change what the update's
+     * bounds rest on; the others referenced. */
+    out->parameters = Py_NewRef(out->parameters);
+    for (int k = 0; k < FM_MOG2_SNAPSHOT_ARRAYS; ++k)
+        out->arrays[k] = k == FM_MOG2_SNAP_MODE_COUNT
+                             ? (PyArrayObject *)PyArray_NewCopy(found[k], NPY_CORDER)
+                             : (PyArrayObject *)Py_NewRef(found[k]);
+    if (out->arrays[FM_MOG2_SNAP_MODE_COUNT] == NULL) {
+        fm_mog2_snapshot_clear(out);
+        return -1;
+    }
     /* a count beyond the modes would send the update past its arrays */
     const unsigned char *count = PyArray_DATA(out->arrays[FM_MOG2_SNAP_MODE_COUNT]);
     size_t pixels = (size_t)out->geometry.width * (size_t)out->geometry.height;
@@ -250,10 +264,18 @@ int fm_mog2_snapshot_read(PyObject *snapshot, fm_mog2_snapshot *out)
             PyErr_Format(PyExc_ValueError, "the snapshot's mode_count holds %d at pixel %zu, "
                          "more than its %d modes: a damaged snapshot", count[i], i,
                          out->geometry.n_mixtures);
+            fm_mog2_snapshot_clear(out);
             return -1;
         }
     }
     return 0;
+}
+
+void fm_mog2_snapshot_clear(fm_mog2_snapshot *s)
+{
+    Py_CLEAR(s->parameters);
+    for (int k = 0; k < FM_MOG2_SNAPSHOT_ARRAYS; ++k)
+        Py_CLEAR(s->arrays[k]);
 }
 
 PyObject *fm_mog2_snapshot_subtractor(PyTypeObject *type, const fm_mog2_snapshot *s,

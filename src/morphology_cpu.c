@@ -56,7 +56,8 @@ static PyObject *cpu_morphology(PyObject *Py_UNUSED(module), PyObject *args, PyO
         PyErr_SetString(PyExc_ValueError, "kernel has no nonzero entry: it reaches no pixel");
         return NULL;
     }
-    if (op < FM_MORPH_ERODE || op > FM_MORPH_CLOSE || iterations < 1) {
+    /* fastmog.motion._element's bound, held here too: 2 * iterations passes */
+    if (op < FM_MORPH_ERODE || op > FM_MORPH_CLOSE || iterations < 1 || iterations > 1000) {
         PyErr_Format(PyExc_ValueError, "op %d or iterations %d out of range", op, iterations);
         return NULL;
     }

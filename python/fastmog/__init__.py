@@ -37,6 +37,7 @@ from ._fastmog import active_timer, nvtx_enabled, set_nvtx
 from ._device_pointer import DevicePointer
 from ._diagnose import diagnose
 from .profiling import CallRecord, Timer, nvtx_range, profile
+from ._morphology import morphology
 from ._pipeline import pipeline
 from ._snapshot import load_snapshot, save_snapshot
 from .video import DecodeError, VideoFrame, VideoReader
@@ -76,6 +77,7 @@ __version__ = "0.1.0"
 __all__ = [
     "BackgroundSubtractorMOG2",
     "load_snapshot",
+    "morphology",
     "save_snapshot",
     "apply_cameras",
     "CallRecord",

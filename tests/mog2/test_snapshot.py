@@ -146,6 +146,8 @@ def _damaged(snap, change):
     (lambda s: s.pop("frames_seen"), ValueError, "lacks \"frames_seen\""),
     (lambda s: s.update(frames_seen=-1), ValueError, "frames_seen must be from 0"),
     (lambda s: s.update(frames_seen=True), TypeError, "frames_seen must be an int"),
+    (lambda s: s.update(frames_seen=2**31), ValueError, "frames_seen must be from 0 to "
+     "2147483647"),
     (lambda s: s["geometry"].update(width=17), ValueError, "does not have the shape"),
     (lambda s: s["geometry"].update(channels=2), ValueError, "channels must be 1, 3 or 4"),
     (lambda s: s["geometry"].update(n_mixtures=9), ValueError, "n_mixtures must be from 1"),

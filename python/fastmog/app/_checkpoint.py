@@ -15,7 +15,8 @@ from __future__ import annotations
 import errno
 import os
 
-from .. import _fastmog, cpu, load_snapshot, save_snapshot
+from .. import _fastmog, cpu
+from .._snapshot import load_snapshot, save_snapshot
 from ._errors import UserError, shown
 from ._writers import LOSSLESS_VIDEO
 

@@ -1,0 +1,48 @@
+/* The C boundary of cuda/morphology.cu: one erosion or dilation of a uint8
+ * image on the GPU, bit-exact with cv2.erode / cv2.dilate (default anchor,
+ * the element's centre; constant border of the neutral value).
+ *
+ * Compiles as C. The launcher only queues work: it returns the launch's
+ * cudaError_t, takes the stream last, and never synchronizes, prints or
+ * exits. */
+#ifndef FASTMOG_CUDA_MORPHOLOGY_LAUNCH_H
+#define FASTMOG_CUDA_MORPHOLOGY_LAUNCH_H
+
+#include <cuda_runtime_api.h>
+
+#include "image.h"
+
+/* The largest element side; an element reaches at most half of it each way. */
+#define FM_MORPH_MAX_SIDE 31
+/* Runs of an element: at most (side + 1) / 2 in each of its rows. */
+#define FM_MORPH_MAX_RUNS (FM_MORPH_MAX_SIDE * ((FM_MORPH_MAX_SIDE + 1) / 2))
+
+/* A structuring element as its runs of consecutive nonzero entries, each
+ * relative to the anchor: row dy, first column dx, `len` columns. Travels
+ * as a kernel parameter (1.5 KB). */
+typedef struct fm_morph_element {
+    int n_runs;
+    signed char dy[FM_MORPH_MAX_RUNS];
+    signed char dx[FM_MORPH_MAX_RUNS];
+    signed char len[FM_MORPH_MAX_RUNS];
+} fm_morph_element;
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/*
+ * dst = erosion (dilate = 0: the minimum over the element) or dilation (the
+ * maximum) of src; pixels outside the image count as 255 for an erosion and
+ * 0 for a dilation, so they never decide. src and dst: the same W x H, one
+ * channel, elem_size 1; they must not overlap. The element's runs must lie
+ * within FM_MORPH_MAX_SIDE / 2 of the anchor.
+ */
+cudaError_t fm_launch_morphology(fm_image src, fm_image dst, const fm_morph_element *element,
+                                 int dilate, cudaStream_t stream);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* FASTMOG_CUDA_MORPHOLOGY_LAUNCH_H */

@@ -1,0 +1,21 @@
+"""fastmog.morphology: the motion step's first GPU face, erosion to closing
+of a mask where it lies, bit for bit fastmog.cpu.morphology's (the element
+and the names checked as there, before anything is queued)."""
+from . import _fastmog
+from .motion import _element
+
+
+def morphology(mask, op, kernel=3, *, stream, shape="rect", iterations=1, out=None,
+               timer=None):
+    """cv2.morphologyEx(mask, op, element, iterations=iterations) on the GPU,
+    queued on `stream`: `mask` an H x W uint8 GpuMat (or any producer's device
+    memory, or a numpy array, uploaded); op "erode", "dilate", "open" or
+    "close"; kernel an int k (k x k), a (width, height) pair drawn as `shape`
+    ("rect", "ellipse" or "cross"), or a 2-D array (nonzero = in), sides 1
+    to 31. Returns a new GpuMat, or writes `out` (a GpuMat, which may be the
+    mask). Pixels outside the mask never decide (OpenCV's default border)."""
+    code = _element.op_code(op)
+    element = _element.structuring_element(kernel, shape)
+    count = _element.iterations_count(iterations)
+    return _fastmog._morphology(mask, element, code, count, stream=stream, out=out,
+                                timer=timer)
