@@ -310,10 +310,20 @@ def test_an_empty_input_path_is_refused(capsys):
     assert "empty path" in one_error_line(r) and not_run(r)
 
 
-@pytest.mark.parametrize("url", ["rtsp://camera.local/stream", "http://example.com/v.mp4"])
-def test_urls_are_not_supported_yet(url, capsys):
-    line = one_error_line(run_in_process(capsys, url, "--cpu"))
-    assert url in line and "not supported yet" in line
+@pytest.mark.parametrize("scheme", ["rtsp", "http", "tcp"])
+def test_a_url_that_does_not_answer_is_one_line_naming_it_whole(scheme, capsys):
+    """A live stream's URL is kept as given (never folded as a path) and one
+    that cannot open is one line (loopback, a port nobody listens on)."""
+    from live_servers import unused_port
+
+    url = f"{scheme}://127.0.0.1:{unused_port()}/stream"
+    line = one_error_line(run_in_process(capsys, url, "--cpu", "--open-timeout", "2"))
+    assert f"cannot open {url}" in line, line
+
+
+def test_a_url_of_a_kind_fastmog_does_not_read(capsys):
+    line = one_error_line(run_in_process(capsys, "ftp://127.0.0.1/v.mp4", "--cpu"))
+    assert "ftp://127.0.0.1/v.mp4 is a URL fastmog does not read" in line
 
 
 def test_an_unreadable_video_names_itself_once(tmp_path, capsys):
