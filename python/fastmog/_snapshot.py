@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import tempfile
 import zipfile
 
 import numpy as np
@@ -28,13 +29,15 @@ def save_snapshot(path, snapshot) -> None:
     path = os.fspath(path)
     meta = {k: v for k, v in snapshot.items() if k not in ARRAYS}
     folder, name = os.path.split(path)
-    partial = os.path.join(folder, f".{name}.partial")
+    # a name of this write's own: two writers of one path never share it
+    fd, partial = tempfile.mkstemp(prefix=f".{name}.", suffix=".partial", dir=folder or ".")
     try:
-        with open(partial, "wb") as f:
+        with os.fdopen(fd, "wb") as f:
             np.savez(f, meta=np.frombuffer(json.dumps(meta).encode(), np.uint8),
                      **{k: snapshot[k] for k in ARRAYS})
             f.flush()
             os.fsync(f.fileno())
+        os.chmod(partial, 0o644)            # mkstemp's 0600 is for the hidden name only
         os.replace(partial, path)
     except BaseException:
         try:

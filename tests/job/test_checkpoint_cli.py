@@ -135,6 +135,16 @@ def test_mistakes_are_one_line_before_the_run(frames_dir, checkpoint, tmp_path, 
     damaged.write_bytes(checkpoint.read_bytes()[:500])
     assert "not a whole fastmog MOG2 snapshot file" in error(frames_dir, "--cpu", "--resume",
                                                              damaged)
+    assert "cannot be used with --resume" in error(frames_dir, "--cpu", "--resume", checkpoint,
+                                                   "--events", tmp_path / "e.jsonl")
+    folder = tmp_path / "cks"
+    folder.mkdir()
+    (folder / f"{frames_dir.name}.npz").write_bytes(b"an earlier run's")
+    other = tmp_path / "other"
+    other.mkdir()
+    cv2.imwrite(str(other / "a.png"), np.zeros((48, 64, 3), np.uint8))
+    assert "holds checkpoints of an earlier run" in error(
+        frames_dir, other, "--cpu", "--checkpoint", folder, "--checkpoint-every", "5")
     exists = tmp_path / "exists.npz"
     exists.write_bytes(b"keep")
     assert "--checkpoint" in error(frames_dir, "--cpu", "--checkpoint", exists)

@@ -124,6 +124,7 @@ def test_preview_draws_the_zones_and_the_boxes(frames_dir, tmp_path):
 
 @pytest.mark.parametrize("content, says", [
     ("{not json", "is not JSON"),
+    ("[[[0, 0], [1" + "0" * 5000 + ", 0], [5, 5]]]", "is not JSON"),    # too long for int()
     ("[]", "must hold a non-empty list of zones"),
     ("[[[0, 0], [5, 5]]]", "a polygon needs at least 3 points, got 2"),
     ('[[[0, 0], [5, "a"], [3, 3]]]', "a polygon is a list of [x, y] integer points"),

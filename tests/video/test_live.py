@@ -80,6 +80,9 @@ def test_a_stall_is_a_drop(clip):
                     break
             assert server.connections == 2
             assert reader.events[0].kind == "dropped" and "0.5 s" in reader.events[0].reason
+            # down from the last frame decoded (FFmpeg gives its last buffered frame
+            # when the read times out) to the reconnect: the 0.5 s pause, at 25 frames/s
+            assert reader.events[1].seconds >= 0.45 and reader.lost_frames >= 10
         assert time.monotonic() - started < 10
 
 
@@ -178,3 +181,38 @@ def test_an_rtsp_stream_over_either_transport(clip, transport):
         np.testing.assert_array_equal(g, expected[k], err_msg=f"frame {k}")
     with pytest.raises(ValueError, match="rtsp_transport is for rtsp"):
         fastmog.VideoReader(str(path), decode="cpu", rtsp_transport="tcp")
+
+
+def _live_threads():
+    return [t for t in threading.enumerate() if t.name.startswith("fastmog live")]
+
+
+def test_a_reader_dropped_without_close_ends_its_thread(clip):
+    import gc
+
+    path, data, expected = clip
+    with TcpServer([("send", data, "hold")]) as server:
+        reader = fastmog.VideoReader(server.url, decode="cpu")
+        for k, _ in enumerate(reader):
+            if k == 3:
+                break
+        assert _live_threads()
+        del reader
+        gc.collect()
+        deadline = time.monotonic() + 3
+        while _live_threads() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not _live_threads()
+
+
+def test_a_live_reader_closed_by_another_thread_ends_its_iteration(clip):
+    path, data, expected = clip
+    with TcpServer([("send", data, "hold")]) as server:
+        reader = fastmog.VideoReader(server.url, decode="cpu")
+        frames = iter(reader)
+        next(frames)
+        closer = threading.Thread(target=reader.close)
+        closer.start()
+        closer.join()
+        with pytest.raises(StopIteration):
+            next(frames)

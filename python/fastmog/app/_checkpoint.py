@@ -17,6 +17,7 @@ import os
 
 from .. import _fastmog, cpu
 from .._snapshot import load_snapshot, save_snapshot
+from . import _motion
 from ._errors import UserError, shown
 from ._writers import LOSSLESS_VIDEO
 
@@ -112,6 +113,10 @@ def check_options(args):
     if args.checkpoint_every is not None and args.checkpoint is None:
         raise UserError("--checkpoint-every says how often to write --checkpoint; no "
                         "--checkpoint is given")
+    if args.resume is not None and _motion.wanted(args):
+        raise UserError("the motion options cannot be used with --resume: the checkpoint "
+                        "keeps the model, not the motion step's events, so they would not "
+                        "be those of the uninterrupted run")
     if args.resume is not None and args.out is not None and os.path.splitext(
             os.fsdecode(args.out))[1].lower() in LOSSLESS_VIDEO:
         raise UserError("--resume cannot continue a mask video; give --out a folder, whose "

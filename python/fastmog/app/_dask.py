@@ -448,7 +448,7 @@ def _run_source(source, out_dir, slot, job, checkpoint=None):
     writer = (_writers.PngSequence(out_dir, True, first) if out_dir is not None
               else _writers.NoMasks())
     streams = _loop.open_streams(device, on_gpu)
-    truth = None
+    truth = opened = None
     try:
         if isinstance(source, (str, bytes, os.PathLike)):
             found = _sources.find_input(os.fsdecode(source))
@@ -473,6 +473,8 @@ def _run_source(source, out_dir, slot, job, checkpoint=None):
                 resumed.check_source(opened.shape, None)
             sub = resumed.subtractor(on_gpu, streams[1] if on_gpu else None)
     except BaseException:
+        if opened is not None:
+            opened.close()
         for s in streams:
             s.close()
         raise

@@ -44,7 +44,7 @@ class Processed:
 
 
 def process(sub, source, writer, *, streams, learning_rate=-1.0, batch=1, timer=None,
-            on_mask=None, progress=None, keep_last=False, skip=0, segment=None):
+            on_mask=None, progress=None, keep_last=False, skip=0, segment=None, on_end=None):
     """Runs every frame of `source` (an opened _sources.Source) through `sub`
     and returns what was done (Processed). Each mask goes to `writer`, then
     to on_mask(index, mask), then to progress.update(count). A mask may be
@@ -59,7 +59,9 @@ def process(sub, source, writer, *, streams, learning_rate=-1.0, batch=1, timer=
     on_mask's index counts the frames processed. segment: the overlapped
     pipeline, which runs ahead of the masks it hands out, runs `segment`
     frames at a time, so that after every segment's last mask the model has
-    seen exactly the frames processed (a checkpoint's moment).
+    seen exactly the frames processed (a checkpoint's moment). on_end(done):
+    called when the frames ended (not when interrupted), before the streams
+    close, so it may still queue work on them.
 
     The closing order, whatever happens: the progress line, the writer, the
     source's decoder, then the streams (NVDEC and the pipeline work on them).
@@ -92,6 +94,8 @@ def process(sub, source, writer, *, streams, learning_rate=-1.0, batch=1, timer=
         if keep_last and "mask" in last:
             done.last_frame, done.last_mask = last["frame"], np.array(last["mask"])
             done.background = _background(sub, streams)
+        if on_end is not None and not done.interrupted:
+            on_end(done)
     finally:
         for s in streams:
             s.close()

@@ -69,7 +69,7 @@ def read_zones(path):
     except OSError as e:
         raise UserError(f"cannot read the zones file {shown(path)}: "
                         f"{e.strerror or e}") from None
-    except (UnicodeDecodeError, json.JSONDecodeError) as e:
+    except ValueError as e:           # not JSON, not UTF-8, a number too long to read
         raise UserError(f"the zones file {shown(path)} is not JSON: {e}") from None
     if isinstance(data, dict) and set(data) == {"zones"}:
         data = data["zones"]
@@ -188,9 +188,18 @@ class MotionStep:
             for e in self.detector.finish():
                 self._event(e)
         finally:
+            failed = None
             for f in (self._regions, self._events):
                 if f is not None:
-                    f.close()
+                    try:
+                        f.close()           # buffered lines are written here
+                    except OSError as e:
+                        failed = failed or UserError(
+                            f"cannot write {shown(f.name)}: {e.strerror or e}"
+                            + (" (ENOSPC)" if e.errno == errno.ENOSPC else ""))
+            self._regions = self._events = None
+            if failed is not None:
+                raise failed
 
     def drawing(self):
         """What the preview draws on its frame: (the zones' polygons, the

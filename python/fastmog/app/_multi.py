@@ -38,6 +38,17 @@ def check(args):
         if args.checkpoint.exists() and not args.checkpoint.is_dir():
             raise UserError(f"--checkpoint {shown(args.checkpoint)} is a file; with several "
                             f"sources it is a folder, one checkpoint per source")
+        try:
+            args.checkpoint.mkdir(parents=True, exist_ok=True)
+        except OSError as e:
+            raise UserError(f"cannot make the checkpoint folder {shown(args.checkpoint)}: "
+                            f"{e.strerror or e}") from None
+        _writers.check_writable_file(args.checkpoint / ".fastmog-write-test", "checkpoints to")
+        old = [n for n in unique_names(args.input)
+               if (args.checkpoint / f"{n}.npz").exists()]
+        if old and not args.overwrite:
+            raise UserError(f"--checkpoint {shown(args.checkpoint)} holds checkpoints of an "
+                            f"earlier run ({old[0]}.npz): pass --overwrite to start afresh")
     if _motion.wanted(args):
         raise UserError("the motion options (--zones, --morphology, --min-area, --threshold, "
                         "--events, --regions) are for a single source; they cannot be used "

@@ -234,14 +234,19 @@ def open_stream(found, options, check_memory):
     limit = options.frames
     source = None
 
+    seen = [0]
+
+    def report_events():
+        if options.on_stream_event is not None:
+            for event in reader.events[seen[0]:]:
+                options.on_stream_event(url, event)
+            seen[0] = len(reader.events)
+
     def items():
-        seen, frame, n = 0, first, 0
+        frame, n = first, 0
         while True:
             source.arrivals[n] = frame.arrival
-            if options.on_stream_event is not None:
-                for event in reader.events[seen:]:
-                    options.on_stream_event(url, event)
-                seen = len(reader.events)
+            report_events()
             yield frame.host
             n += 1
             if limit is not None and n >= limit:
@@ -249,8 +254,10 @@ def open_stream(found, options, check_memory):
             try:
                 frame = next(frames)
             except StopIteration:
+                report_events()
                 return
             except DecodeError as e:           # the reconnects ran out
+                report_events()
                 source.decode_error = str(e)
                 return
 

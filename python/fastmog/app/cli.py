@@ -80,35 +80,45 @@ def run(args):
                   else resumed.snapshot["geometry"])["n_mixtures"]
     check_memory = _checks.memory_check(on_gpu, args.device, n_mixtures, args.batch)
     streams = _loop.open_streams(args.device, on_gpu)
-    options = dataclasses.replace(source_options(args), on_stream_event=_stream_event)
-    source = _sources.open_source(found, options, on_gpu=on_gpu,
-                                  stream=streams[1] if on_gpu else None, timer=timer,
-                                  check_memory=check_memory)
-    if found.kind == "scene":
-        print(f"fastmog: rendered the built-in scene in {source.render_seconds:.2f} s "
-              f"(not counted below)")
-    truth = None
-    if truth_dir is not None:
-        numbers = source.numbers
-        if numbers is None and source.expected is not None:
-            numbers = range(source.expected)
-        truth = _checks.open_ground_truth(truth_dir, source.shape, numbers)
-
+    source = motion = None
+    try:
+        options = dataclasses.replace(source_options(args), on_stream_event=_stream_event)
+        source = _sources.open_source(found, options, on_gpu=on_gpu,
+                                      stream=streams[1] if on_gpu else None, timer=timer,
+                                      check_memory=check_memory)
+        if found.kind == "scene":
+            print(f"fastmog: rendered the built-in scene in {source.render_seconds:.2f} s "
+                  f"(not counted below)")
+        truth = None
+        if truth_dir is not None:
+            numbers = source.numbers
+            if numbers is None and source.expected is not None:
+                numbers = range(source.expected)
+            truth = _checks.open_ground_truth(truth_dir, source.shape, numbers)
+        if resumed is not None:
+            resumed.check_source(source.shape, None if live else source.expected
+                                 if source.expected is not None else source.count)
+        motion = (_motion.MotionStep(args, zones, source.shape, source.fps, first)
+                  if _motion.wanted(args) else None)
+        if resumed is not None:
+            sub = resumed.subtractor(on_gpu, streams[1] if on_gpu else None)
+            print(f"fastmog: resumed from the checkpoint {shown(args.resume)}: its model has "
+                  f"seen {first} frames" + (", which are skipped" if not live else ""))
+        checkpoints = None
+        if args.checkpoint is not None:
+            checkpoints = _checkpoint.Checkpoints(args.checkpoint, args.checkpoint_every, first)
+            checkpoints.bind(sub, streams[1] if on_gpu else None)
+    except BaseException:
+        # what was opened for the run is closed: a live stream's thread too
+        if motion is not None:
+            motion.close()
+        if source is not None:
+            source.close()
+        for s in streams:
+            s.close()
+        raise
     where = (f"GPU {_fastmog.device_properties(sub.device)['name']}" if on_gpu
              else "the host reference")
-    if resumed is not None:
-        resumed.check_source(source.shape, None if live else source.expected
-                             if source.expected is not None else source.count)
-    motion = (_motion.MotionStep(args, zones, source.shape, source.fps, first)
-              if _motion.wanted(args) else None)
-    if resumed is not None:
-        sub = resumed.subtractor(on_gpu, streams[1] if on_gpu else None)
-        print(f"fastmog: resumed from the checkpoint {shown(args.resume)}: its model has seen "
-              f"{first} frames, which are skipped")
-    checkpoints = None
-    if args.checkpoint is not None:
-        checkpoints = _checkpoint.Checkpoints(args.checkpoint, args.checkpoint_every, first)
-        checkpoints.bind(sub, streams[1] if on_gpu else None)
     print(f"fastmog: {source.description} on {where}")
     if source.decoder_line:
         print(f"fastmog: {source.decoder_line}")
@@ -135,6 +145,11 @@ def _process(args, sub, source, writer, truth, timer, streams, motion, first, ch
     stream's are not: it goes on in real time)."""
     label = "decoding and processing" if source.decoder_line else "processing"
     latencies = []
+
+    def final_checkpoint(done):
+        """The model after the input's last frame, before the streams close."""
+        if checkpoints.written != first + done.frames:
+            checkpoints.write(done.frames)
 
     def on_mask(index, mask):
         if source.arrivals is not None:
@@ -163,10 +178,12 @@ def _process(args, sub, source, writer, truth, timer, streams, motion, first, ch
                                  on_mask=None if truth is None and motion is None
                                  and checkpoints is None and source.arrivals is None
                                  else on_mask,
-                                 progress=Progress(label, source.count),
+                                 progress=Progress(label, None if source.count is None
+                                                   else source.count - first),
                                  keep_last=args.preview is not None,
                                  skip=0 if source.arrivals is not None else first,
-                                 segment=None if checkpoints is None else checkpoints.every)
+                                 segment=None if checkpoints is None else checkpoints.every,
+                                 on_end=None if checkpoints is None else final_checkpoint)
     except UserError as e:
         if writer.count and writer.path is not None:
             # what this run wrote is kept, and the error line says it is incomplete
@@ -199,8 +216,6 @@ def _process(args, sub, source, writer, truth, timer, streams, motion, first, ch
     if motion is not None:
         print("\n".join(motion.summary({"events": args.events, "regions": args.regions})))
     if checkpoints is not None:
-        if not interrupted and checkpoints.written != first + done.frames:
-            checkpoints.write(done.frames)
         if checkpoints.written is None:
             print("fastmog: no checkpoint written (interrupted before the first)")
         else:

@@ -101,18 +101,24 @@ class LiveDecoder:
 
     def _connect(self):
         cv2, ms = self.cv2, int(self.open_timeout * 1000)
-        # OpenCV passes FFmpeg options only through this variable, read at
-        # each open: set for this open alone, under a lock
+
+        def capture():
+            return cv2.VideoCapture(self.source, cv2.CAP_FFMPEG,
+                                    [cv2.CAP_PROP_OPEN_TIMEOUT_MSEC, ms,
+                                     cv2.CAP_PROP_READ_TIMEOUT_MSEC,
+                                     int(self.stall_timeout * 1000)])
+
+        if self.rtsp_transport is None:
+            return capture()
+        # OpenCV passes FFmpeg options only through this variable, read at each
+        # open: set for this open alone, under a lock (so only opens that set
+        # a transport wait for each other); FFmpeg keeps an option's last value
         with _OPTIONS_LOCK:
             saved = os.environ.get(_OPTIONS)
-            if self.rtsp_transport is not None:
-                option = f"rtsp_transport;{self.rtsp_transport}"
-                os.environ[_OPTIONS] = option if not saved else f"{option}|{saved}"
+            option = f"rtsp_transport;{self.rtsp_transport}"
+            os.environ[_OPTIONS] = option if not saved else f"{saved}|{option}"
             try:
-                return cv2.VideoCapture(self.source, cv2.CAP_FFMPEG,
-                                        [cv2.CAP_PROP_OPEN_TIMEOUT_MSEC, ms,
-                                         cv2.CAP_PROP_READ_TIMEOUT_MSEC,
-                                         int(self.stall_timeout * 1000)])
+                return capture()
             finally:
                 if saved is None:
                     os.environ.pop(_OPTIONS, None)
@@ -163,6 +169,7 @@ class LiveDecoder:
 
     def _read_all(self):
         cv2, frames, last_pts, scratch = self.cv2, 0, None, None
+        last_arrival = time.monotonic()
         while not self._stopping.is_set():
             ok, image = self.cap.read(image=scratch)
             if not ok:
@@ -171,11 +178,12 @@ class LiveDecoder:
                 self.events.append(StreamEvent(
                     "dropped", frames, f"no frame for {self.stall_timeout:g} s, or the "
                                        f"stream ended"))
-                if not self._reconnect(frames):
+                if not self._reconnect(frames, last_arrival):
                     return
                 last_pts = None
                 continue
             arrival, scratch = time.monotonic(), image
+            last_arrival = arrival
             if not self._buffers:
                 self._allocate(image.shape)
             if image.shape[:2] != (self.height, self.width):
@@ -199,9 +207,10 @@ class LiveDecoder:
                 return
             frames += 1
 
-    def _reconnect(self, frames):
-        """Reconnects with backoff; False once closed or out of attempts."""
-        down, attempt = time.monotonic(), 0
+    def _reconnect(self, frames, down):
+        """Reconnects with backoff; False once closed, DecodeError out of
+        attempts. down: when the last frame came (the stream was down since)."""
+        attempt = 0
         self.cap.release()
         while self.max_reconnects is None or attempt < self.max_reconnects:
             wait = BACKOFF[min(attempt, len(BACKOFF) - 1)]
@@ -229,22 +238,27 @@ class LiveDecoder:
                                         daemon=True)
         self._thread.start()
         held = collections.deque()           # handed out, still valid
-        while True:
-            try:
-                item = self._ready.get(timeout=_POLL)
-            except queue.Empty:
-                if self._stopping.is_set():  # closed from another thread
+        try:
+            while True:
+                try:
+                    item = self._ready.get(timeout=_POLL)
+                except queue.Empty:
+                    if self._stopping.is_set():  # closed from another thread
+                        return
+                    continue                     # a short wait: Ctrl-C gets in between
+                if isinstance(item, _End):
+                    if item.error is not None:
+                        raise item.error
                     return
-                continue                     # a short wait: Ctrl-C gets in between
-            if isinstance(item, _End):
-                if item.error is not None:
-                    raise item.error
-                return
-            buf, pts, self.arrival = item
-            held.append(buf)
-            if len(held) > self.depth:
-                self._free.put(held.popleft())
-            yield None, None, buf, pts
+                buf, pts, self.arrival = item
+                held.append(buf)
+                if len(held) > self.depth:
+                    self._free.put(held.popleft())
+                yield None, None, buf, pts
+        finally:
+            # the caller stopped (or dropped the reader): the thread and its
+            # connection end too
+            self._stopping.set()
 
     def close(self):
         """Stops the reader thread (it ends within its read timeout; it is a

@@ -336,6 +336,8 @@ class VideoReader:
 
     def __next__(self):
         if self._closed:
+            if self.live:
+                raise StopIteration      # closed (by another thread, say): the stream ends
             raise ValueError("the VideoReader is closed")
         if self._pending is not None:
             item, self._pending = self._pending, None
