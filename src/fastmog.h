@@ -639,6 +639,12 @@ static inline fm_GpuMat *fm_gpumat_check_open(fm_state *st, PyObject *obj, const
 /* ValueError unless `m` is on `device`. */
 int fm_check_same_device(const fm_GpuMat *m, int device, const char *argname);
 
+/* An operation's result image: the caller's out= (`out_arg`, Py_None when not
+ * given) checked against `rule` and `device`, or a new GpuMat of `shape` on
+ * `device`. New reference, or NULL with an exception. */
+fm_GpuMat *fm_gpumat_out(fm_state *st, PyObject *out_arg, const fm_image_rule *rule,
+                         int device, const fm_image_shape *shape);
+
 static inline fm_image fm_gpumat_image(const fm_GpuMat *m)
 {
     fm_image img;

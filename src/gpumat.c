@@ -21,6 +21,18 @@ int fm_check_same_device(const fm_GpuMat *m, int device, const char *argname)
     return 0;
 }
 
+fm_GpuMat *fm_gpumat_out(fm_state *st, PyObject *out_arg, const fm_image_rule *rule,
+                         int device, const fm_image_shape *shape)
+{
+    if (out_arg == Py_None)
+        return fm_gpumat_new(st, device, shape);
+    fm_GpuMat *out = fm_gpumat_check_open(st, out_arg, "out");
+    if (out == NULL || fm_image_rule_check(rule, &out->shape, "out") < 0
+        || fm_check_same_device(out, device, "out") < 0)
+        return NULL;
+    return (fm_GpuMat *)Py_NewRef(out);
+}
+
 static int check_writable(fm_GpuMat *m, const char *argname)
 {
     if (m->shape.readonly) {

@@ -656,19 +656,9 @@ static PyObject *background_held(fm_state *st, fm_MOG2 *self, fm_Stream *stream,
         goto error;
     }
     fm_image_shape want = fm_mog2_background_shape(&g);
-    if (out_arg != Py_None) {
-        fm_image_rule rule = fm_mog2_background_rule(&g);
-        if ((out = fm_gpumat_check_open(st, out_arg, "out")) == NULL
-            || fm_image_rule_check(&rule, &out->shape, "out") < 0
-            || fm_check_same_device(out, self->device, "out") < 0) {
-            out = NULL;
-            goto error;
-        }
-        Py_INCREF(out);
-    }
-    else if ((out = fm_gpumat_new(st, self->device, &want)) == NULL) {
+    fm_image_rule rule = fm_mog2_background_rule(&g);
+    if ((out = fm_gpumat_out(st, out_arg, &rule, self->device, &want)) == NULL)
         goto error;
-    }
     if (fm_device_buffer_use(st, self->model, stream, FM_USE_AFTER_EARLIER) < 0
         || fm_device_buffer_use(st, out->buffer, stream, FM_USE_RELEASE_AFTER) < 0
         || fm_call_gpu_begin(st, &call) < 0)

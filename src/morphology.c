@@ -149,20 +149,10 @@ static PyObject *morphology(PyObject *module, PyObject *args, PyObject *kwargs)
                                       timer)) == NULL)
         goto done;
     fm_image_shape shape = {mask->shape.height, mask->shape.width, 1, 2, NPY_UINT8, 0};
-    if (out_arg != Py_None) {
-        fm_image_rule rule = {FM_DTYPE_BIT(NPY_UINT8), FM_CHANNELS_BIT(1), shape.height,
+    fm_image_rule out_rule = {FM_DTYPE_BIT(NPY_UINT8), FM_CHANNELS_BIT(1), shape.height,
                               shape.width, "the mask", 1};
-        out = fm_gpumat_check_open(st, out_arg, "out");
-        if (out == NULL || fm_image_rule_check(&rule, &out->shape, "out") < 0
-            || fm_check_same_device(out, stream->device, "out") < 0) {
-            out = NULL;
-            goto done;
-        }
-        Py_INCREF(out);
-    }
-    else if ((out = fm_gpumat_new(st, stream->device, &shape)) == NULL) {
+    if ((out = fm_gpumat_out(st, out_arg, &out_rule, stream->device, &shape)) == NULL)
         goto done;
-    }
     fm_image mi = fm_gpumat_image(mask), oi = fm_gpumat_image(out);
     const int in_place = overlap(&mi, &oi);
     const int passes = op <= OP_DILATE ? iterations : 2 * iterations;

@@ -122,20 +122,10 @@ static PyObject *convert(PyObject *module, PyObject *args, PyObject *kwargs, con
     if (check_planes(&yi, &uvi) < 0)
         goto done;
     fm_image_shape bgr = {yi.height, yi.width, 3, 3, NPY_UINT8, 0};
-    if (out_arg != Py_None) {
-        fm_image_rule rule = {FM_DTYPE_BIT(NPY_UINT8), FM_CHANNELS_BIT(3), yi.height, yi.width,
-                              "the frame", 1};
-        out = fm_gpumat_check_open(st, out_arg, "out");
-        if (out == NULL || fm_image_rule_check(&rule, &out->shape, "out") < 0
-            || fm_check_same_device(out, stream->device, "out") < 0) {
-            out = NULL;
-            goto done;
-        }
-        Py_INCREF(out);
-    }
-    else if ((out = fm_gpumat_new(st, stream->device, &bgr)) == NULL) {
+    fm_image_rule out_rule = {FM_DTYPE_BIT(NPY_UINT8), FM_CHANNELS_BIT(3), yi.height,
+                              yi.width, "the frame", 1};
+    if ((out = fm_gpumat_out(st, out_arg, &out_rule, stream->device, &bgr)) == NULL)
         goto done;
-    }
     fm_image oi = fm_gpumat_image(out);
     if (overlaps(&oi, &yi) || overlaps(&oi, &uvi)) {
         PyErr_SetString(PyExc_ValueError, "out overlaps the y or uv plane");

@@ -69,9 +69,28 @@ def file_frames(path):
         frames.append(frame)
 
 
-class _Server:
+class _Background:
+    """A context manager whose thread runs _run() until `stopping` is set."""
+
+    def __init__(self):
+        self.stopping = threading.Event()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self):
+        raise NotImplementedError
+
+    def __enter__(self):
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.stopping.set()
+        self.thread.join(timeout=2)
+
+
+class _Server(_Background):
     """A loopback TCP listener whose thread hands each connection to
-    serve(conn) in turn, until the server stops; a context manager."""
+    serve(conn) in turn, until the server stops."""
 
     scheme = "tcp"
     path = ""
@@ -82,8 +101,7 @@ class _Server:
         self.sock.listen()
         self.sock.settimeout(0.1)
         self.url = f"{self.scheme}://127.0.0.1:{self.sock.getsockname()[1]}{self.path}"
-        self.stopping = threading.Event()
-        self.thread = threading.Thread(target=self._run, daemon=True)
+        super().__init__()
 
     def _run(self):
         while not self.stopping.is_set():
@@ -96,13 +114,8 @@ class _Server:
     def serve(self, conn):
         raise NotImplementedError
 
-    def __enter__(self):
-        self.thread.start()
-        return self
-
     def __exit__(self, *exc):
-        self.stopping.set()
-        self.thread.join(timeout=2)
+        super().__exit__(*exc)
         self.sock.close()
 
 
@@ -135,7 +148,7 @@ class TcpServer(_Server):
             c.close()
 
 
-class UdpSender:
+class UdpSender(_Background):
     """Sends the clip's bytes to udp://127.0.0.1:port in 1316-byte datagrams
     (7 transport packets), over and over, at about `rate` bytes a second."""
 
@@ -146,8 +159,7 @@ class UdpSender:
         probe.close()
         self.url = f"udp://127.0.0.1:{self.port}"
         self.data, self.rate = data, rate
-        self.stopping = threading.Event()
-        self.thread = threading.Thread(target=self._run, daemon=True)
+        super().__init__()
 
     def _run(self):
         out = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
@@ -159,14 +171,6 @@ class UdpSender:
                 out.sendto(self.data[at:at + step], ("127.0.0.1", self.port))
                 time.sleep(step / self.rate)
         out.close()
-
-    def __enter__(self):
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc):
-        self.stopping.set()
-        self.thread.join(timeout=2)
 
 
 class HttpServer:
