@@ -145,6 +145,12 @@ def test_mistakes_are_one_line_before_the_run(frames_dir, checkpoint, tmp_path, 
     cv2.imwrite(str(other / "a.png"), np.zeros((48, 64, 3), np.uint8))
     assert "holds checkpoints of an earlier run" in error(
         frames_dir, other, "--cpu", "--checkpoint", folder, "--checkpoint-every", "5")
+    snap = fastmog.load_snapshot(checkpoint)
+    snap["mode_count"][0, 0] = 9                        # more than its modes
+    mixed = tmp_path / "mixed.npz"
+    fastmog.save_snapshot(mixed, snap)
+    assert "the checkpoint" in error(frames_dir, "--cpu", "--resume", mixed) and \
+        "more than its 5 modes" in error(frames_dir, "--cpu", "--resume", mixed)
     exists = tmp_path / "exists.npz"
     exists.write_bytes(b"keep")
     assert "--checkpoint" in error(frames_dir, "--cpu", "--checkpoint", exists)

@@ -46,15 +46,22 @@ class Resumed:
                             f"main job (it has no frame count); restore it with "
                             f"BackgroundSubtractorMOG2.restore")
         self.path, self.frames = path, frames
-        try:
-            cpu.BackgroundSubtractorMOG2.restore(self.snapshot)   # checked whole, now
-        except (TypeError, ValueError) as e:
-            raise UserError(f"the checkpoint {shown(path)}: {e}") from None
+        # what the checks before the run read; restore() checks the rest, once
+        g = self.snapshot.get("geometry")
+        if not isinstance(g, dict) or not all(
+                isinstance(g.get(k), int) for k in ("width", "height", "channels",
+                                                    "n_mixtures", "is_float")):
+            raise UserError(f"the checkpoint {shown(path)} is damaged: its geometry is not "
+                            f"whole")
 
     def subtractor(self, on_gpu, stream):
-        if on_gpu:
-            return _fastmog.BackgroundSubtractorMOG2.restore(self.snapshot, stream=stream)
-        return cpu.BackgroundSubtractorMOG2.restore(self.snapshot)
+        """The subtractor the checkpoint holds (restore() checks it whole)."""
+        try:
+            if on_gpu:
+                return _fastmog.BackgroundSubtractorMOG2.restore(self.snapshot, stream=stream)
+            return cpu.BackgroundSubtractorMOG2.restore(self.snapshot)
+        except (TypeError, ValueError) as e:
+            raise UserError(f"the checkpoint {shown(self.path)}: {e}") from None
 
     def check_source(self, shape, expected):
         """The input must give the frames the model was built for, and more of
