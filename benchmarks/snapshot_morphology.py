@@ -34,11 +34,12 @@ def snapshot_rows(stream, rng):
         fastmog.BackgroundSubtractorMOG2.restore(snap, stream=stream)
         stream.synchronize()
 
-    probe = fastmog.pinned_empty((nbytes,), np.uint8)
-    dev = fastmog.GpuMat((1, nbytes), np.uint8)
+    rows = -(-nbytes // 8192)            # as an image 8192 bytes wide: a width is limited
+    probe = fastmog.pinned_empty((rows, 8192), np.uint8)
+    dev = fastmog.GpuMat((rows, 8192), np.uint8)
 
     def pinned_upload():
-        dev.upload(probe.reshape(1, -1), stream=stream)
+        dev.upload(probe, stream=stream)
         stream.synchronize()
 
     return [("snapshot 1080p BGR (download)", best_ms(lambda: sub.snapshot(stream=stream))),

@@ -14,7 +14,9 @@
  *   mode_count            uint8 (height, width), each at most n_mixtures
  * These are the GPU model's planes (mog2_base.h) without their padding; the
  * host model converts its per-pixel blocks to and from them. Modes at or
- * beyond a pixel's mode_count hold stale values that nothing reads. */
+ * beyond a pixel's mode_count are zero in a snapshot (in a model they hold
+ * stale values that nothing reads, and the GPU's differ from the host's),
+ * so the snapshots of one model are equal byte for byte wherever it ran. */
 #include "mog2_base.h"
 
 static const char *const array_names[FM_MOG2_SNAPSHOT_ARRAYS] = {
@@ -64,12 +66,36 @@ void fm_mog2_snapshot_arrays_clear(PyObject *arrays[FM_MOG2_SNAPSHOT_ARRAYS])
         Py_CLEAR(arrays[k]);
 }
 
+/* Zeroes the modes at or beyond each pixel's mode count: the GPU kernel
+ * stores only the modes in use, the host writes a dropped mode's weight, so
+ * their stale slots differ though their models are the same. */
+static void clear_stale_modes(const fm_mog2_geometry *g,
+                              PyObject *arrays[FM_MOG2_SNAPSHOT_ARRAYS])
+{
+    const size_t pixels = (size_t)g->height * (size_t)g->width;
+    const int modes = g->n_mixtures, channels = g->channels;
+    float *weight = PyArray_DATA((PyArrayObject *)arrays[FM_MOG2_SNAP_WEIGHT]);
+    float *variance = PyArray_DATA((PyArrayObject *)arrays[FM_MOG2_SNAP_VARIANCE]);
+    float *mean = PyArray_DATA((PyArrayObject *)arrays[FM_MOG2_SNAP_MEAN]);
+    const unsigned char *count = PyArray_DATA((PyArrayObject *)arrays[FM_MOG2_SNAP_MODE_COUNT]);
+    Py_BEGIN_ALLOW_THREADS                 /* the arrays are the caller's alone */
+    for (size_t i = 0; i < pixels; ++i)
+        for (int m = count[i]; m < modes; ++m) {
+            weight[(size_t)m * pixels + i] = 0.0f;
+            variance[(size_t)m * pixels + i] = 0.0f;
+            for (int c = 0; c < channels; ++c)
+                mean[((size_t)m * channels + c) * pixels + i] = 0.0f;
+        }
+    Py_END_ALLOW_THREADS
+}
+
 PyObject *fm_mog2_snapshot_dict(fm_MOG2Base *self, PyObject *arrays[FM_MOG2_SNAPSHOT_ARRAYS])
 {
     const fm_mog2_geometry *g = &self->geometry;
     PyObject *parameters = PyDict_New(), *snapshot = NULL;
     if (parameters == NULL)
         return NULL;
+    clear_stale_modes(g, arrays);
     for (int i = 0; i < N_PARAMETERS; ++i) {
         PyObject *value = fm_mog2_param_get((PyObject *)self, (void *)(intptr_t)i);
         if (value == NULL || PyDict_SetItemString(parameters, parameter_names[i], value) < 0) {

@@ -50,6 +50,13 @@ def frame_boundary(data, fraction):
     return min(starts[1:], key=lambda at: abs(at - want))
 
 
+def frames_before(data, cut):
+    """How many video PES packets (frames) of `data` start before `cut`."""
+    return sum(1 for at in range(0, cut, 188)
+               if data[at] == 0x47 and data[at + 1] & 0x40
+               and _payload(data[at:at + 188]).startswith(b"\x00\x00\x01\xe0"))
+
+
 def _payload(packet):
     control = (packet[3] >> 4) & 3
     at = 4 + (1 + packet[4] if control == 3 else 0)

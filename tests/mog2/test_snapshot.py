@@ -67,6 +67,25 @@ def test_host_restore_then_on_equals_the_run_that_never_stopped(rng, shape, at, 
     assert all(getattr(restored, k) == getattr(first, k) for k in PARAMS)
 
 
+@pytest.mark.parametrize("shape", [(24, 32), (24, 32, 3)], ids=["grey", "bgr"])
+def test_modes_a_pixel_no_longer_has_are_zero_in_a_snapshot(rng, shape):
+    """So one model's snapshots are equal byte for byte wherever it ran: the
+    GPU kernel stores only the modes in use, the host also a dropped mode's
+    weight, and once their stale slots made GPU and host snapshots differ."""
+    sub = Host(**PARAMS)
+    counts = []
+    for f in _frames(rng, 40, shape):
+        sub.apply(f)
+        counts.append(sub.snapshot()["mode_count"])
+    snap = sub.snapshot()
+    # pixels that had more modes than they have now: some dropped one
+    assert (np.max(counts, axis=0) > snap["mode_count"]).any()
+    stale = np.arange(PARAMS["n_mixtures"])[:, None, None] >= snap["mode_count"]
+    assert (snap["weight"][stale] == 0).all() and (snap["variance"][stale] == 0).all()
+    assert (np.moveaxis(snap["mean"], 1, -1)[stale] == 0).all()
+    assert (snap["variance"][~stale] > 0).all()        # and the modes in use are kept
+
+
 def test_host_restore_across_apply_batch_and_float_frames(rng):
     frames = _frames(rng, 24, (20, 28, 3), np.float32)
     whole, first = Host(), Host()

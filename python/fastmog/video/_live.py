@@ -102,11 +102,15 @@ class LiveDecoder:
     def _connect(self):
         cv2, ms = self.cv2, int(self.open_timeout * 1000)
 
+        # One decoding thread: FFmpeg's frame threading holds back a frame per
+        # thread (15 on a 16-core machine), so a live frame would come that
+        # much late, and those before a stall only after the stall timeout.
         def capture():
             return cv2.VideoCapture(self.source, cv2.CAP_FFMPEG,
                                     [cv2.CAP_PROP_OPEN_TIMEOUT_MSEC, ms,
                                      cv2.CAP_PROP_READ_TIMEOUT_MSEC,
-                                     int(self.stall_timeout * 1000)])
+                                     int(self.stall_timeout * 1000),
+                                     cv2.CAP_PROP_N_THREADS, 1])
 
         if self.rtsp_transport is None:
             return capture()
