@@ -76,8 +76,11 @@ def output_copy_spans(events):
     copies = [e for e in events if e.get("ph") == "X" and e.get("cat") == "gpu_memcpy"
               and "DtoD" in e.get("name", "")]
     kept = [e for e in copies if e.get("args", {}).get("correlation") in ours] or copies
+    by_stream = {}                       # each session's copies, in their order
+    for e in sorted(kept, key=lambda e: float(e["ts"])):
+        by_stream.setdefault(e.get("args", {}).get("stream"), []).append(e)
     spans = [float(b["ts"]) + float(b["dur"]) - float(a["ts"])
-             for a, b in zip(kept[0::2], kept[1::2])]
+             for own in by_stream.values() for a, b in zip(own[0::2], own[1::2])]
     return spans, len(copies), len(kept)
 
 
@@ -167,9 +170,11 @@ def main():
 
     clip = sys.argv[sys.argv.index("--clip") + 1] if "--clip" in sys.argv else None
     if clip is not None:
-        # one session: its frames' copies come in order, two per frame
+        # two sessions: one session hands out the decoder's own frames (no
+        # copy); with several, each copies its frames out on its own stream
         def decode(timer, n):
-            with fastmog.VideoReader(clip, stream=s, decode="nvdec", timer=timer) as reader:
+            with fastmog.VideoReader(clip, stream=s, decode="nvdec", sessions=2,
+                                     timer=timer) as reader:
                 for i, _ in enumerate(reader):
                     s.synchronize()         # the frame is used before the next is taken
                     if i + 1 >= n:

@@ -119,20 +119,24 @@ class _Session(threading.Thread):
         if slot.used:
             s.wait(slot.done)                # the caller's work on the old frame comes first
         shape, size = (r.height * 3 // 2, r.width, 1), r.height * r.width * 3 // 2
-        # the output copy on the session's stream is the decoder's GPU work on the timeline
+        sources = []
+        for plane, rows in zip(frame.cuda(), (r.height, r.height // 2)):
+            cai = plane.__cuda_array_interface__
+            strides = cai.get("strides")
+            sources.append(_fastmog.asgpumat(
+                DevicePointer(cai["data"][0], (rows, r.width),
+                              pitch=int(strides[0]) if strides else None, owner=plane,
+                              readonly=True), stream=s))
+        # the output copy on the session's stream is the decoder's GPU work on the
+        # timeline; the span holds the two copies alone, so the time this thread
+        # takes to get the GIL back is not in the copy's GPU window
         with (r.timer.gpu_span("VideoReader.decode", "NVDEC output copy", s, shape,
                                session=self.number, bytes_read=size, bytes_written=size)
               if r.timer is not None else contextlib.nullcontext()):
-            planes = frame.cuda()
-            for plane, dst, rows in ((planes[0], slot.y, r.height),
-                                     (planes[1], slot.uv, r.height // 2)):
-                cai = plane.__cuda_array_interface__
-                strides = cai.get("strides")
-                src = _fastmog.asgpumat(DevicePointer(cai["data"][0], (rows, r.width),
-                                                      pitch=int(strides[0]) if strides else None,
-                                                      owner=plane, readonly=True), stream=s)
-                src.copy_to(dst, stream=s)
-                src.close()
+            sources[0].copy_to(slot.y, stream=s)
+            sources[1].copy_to(slot.uv, stream=s)
+        for src in sources:
+            src.close()
         slot.ready.record(stream=s)
         self.out.put((slot, frame.getPTS()))
 
