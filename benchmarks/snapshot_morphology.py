@@ -76,7 +76,7 @@ def morphology_rows(stream, rng):
         element = fastmog.motion.structuring_element(kernel, shape)
         code = {"open": cv2.MORPH_OPEN}[op]
         rows.append((f"morphology {op} {shape} {kernel}x{kernel}, 4K", best_ms(gpu)))
-        rows.append((f"  OpenCV CPU morphologyEx, same",
+        rows.append(("  OpenCV CPU morphologyEx, same",
                      best_ms(lambda: cv2.morphologyEx(host_mask, code, element))))
     return rows
 
