@@ -89,6 +89,13 @@ class _Slot:
             m.close()
 
 
+def _address(plane, width):
+    """(device address, row pitch in bytes) of a decoded plane."""
+    cai = plane.__cuda_array_interface__
+    strides = cai.get("strides")
+    return cai["data"][0], int(strides[0]) if strides else width
+
+
 class _Session(threading.Thread):
     """One NVDEC session: decodes its GOPs in order into its own slots."""
 
@@ -119,23 +126,26 @@ class _Session(threading.Thread):
         if slot.used:
             s.wait(slot.done)                # the caller's work on the old frame comes first
         shape, size = (r.height * 3 // 2, r.width, 1), r.height * r.width * 3 // 2
-        sources = []
-        for plane, rows in zip(frame.cuda(), (r.height, r.height // 2)):
-            cai = plane.__cuda_array_interface__
-            strides = cai.get("strides")
-            sources.append(_fastmog.asgpumat(
-                DevicePointer(cai["data"][0], (rows, r.width),
-                              pitch=int(strides[0]) if strides else None, owner=plane,
-                              readonly=True), stream=s))
+        planes = frame.cuda()
+        (luma, luma_pitch), (chroma, chroma_pitch) = (_address(p, r.width) for p in planes)
+        if chroma == luma + luma_pitch * r.height and chroma_pitch == luma_pitch:
+            # the usual surface, chroma right below luma: one copy of both
+            parts = [(luma, luma_pitch, r.height * 3 // 2, planes, slot.frame)]
+        else:
+            parts = [(luma, luma_pitch, r.height, planes[0], slot.y),
+                     (chroma, chroma_pitch, r.height // 2, planes[1], slot.uv)]
+        sources = [(_fastmog.asgpumat(DevicePointer(address, (rows, r.width), pitch=pitch,
+                                                    owner=owner, readonly=True), stream=s), dst)
+                   for address, pitch, rows, owner, dst in parts]
         # the output copy on the session's stream is the decoder's GPU work on the
         # timeline; the span holds the two copies alone, so the time this thread
         # takes to get the GIL back is not in the copy's GPU window
         with (r.timer.gpu_span("VideoReader.decode", "NVDEC output copy", s, shape,
                                session=self.number, bytes_read=size, bytes_written=size)
               if r.timer is not None else contextlib.nullcontext()):
-            sources[0].copy_to(slot.y, stream=s)
-            sources[1].copy_to(slot.uv, stream=s)
-        for src in sources:
+            for src, dst in sources:
+                src.copy_to(dst, stream=s)
+        for src, _ in sources:
             src.close()
         slot.ready.record(stream=s)
         self.out.put((slot, frame.getPTS()))
