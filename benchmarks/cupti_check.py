@@ -63,24 +63,26 @@ def cupti_durations(run):
     return out
 
 
-def output_copy_spans(events):
-    """The NVDEC output copies CUPTI saw, as fastmog times them: each frame's
-    two device-to-device copies (luma, then chroma) from the start of the
-    first to the end of the second, in us. Only copies that fastmog's
+def output_copy_spans(events, frames):
+    """The NVDEC output copies CUPTI saw, per frame, in us: a frame's copies
+    (one when the surface's chroma lies right below its luma, else luma then
+    chroma) on its session's stream, their durations summed (the copy's own
+    GPU time, as fastmog's window should be). Only copies that fastmog's
     runtime calls made count (their correlation ids): PyNvVideoCodec's own
-    copies go through the driver API on the same stream. Also returns how
-    many device-to-device copies there were in all and how many were kept."""
+    copies go through the driver API. Also returns how many device-to-device
+    copies there were in all and how many were kept."""
     ours = {e["args"]["correlation"] for e in events
             if e.get("cat") == "cuda_runtime" and "Memcpy" in e.get("name", "")
             and "correlation" in e.get("args", {})}
     copies = [e for e in events if e.get("ph") == "X" and e.get("cat") == "gpu_memcpy"
               and "DtoD" in e.get("name", "")]
     kept = [e for e in copies if e.get("args", {}).get("correlation") in ours] or copies
+    per_frame = max(1, round(len(kept) / frames)) if frames else 1
     by_stream = {}                       # each session's copies, in their order
     for e in sorted(kept, key=lambda e: float(e["ts"])):
         by_stream.setdefault(e.get("args", {}).get("stream"), []).append(e)
-    spans = [float(b["ts"]) + float(b["dur"]) - float(a["ts"])
-             for own in by_stream.values() for a, b in zip(own[0::2], own[1::2])]
+    spans = [sum(float(e["dur"]) for e in own[at:at + per_frame])
+             for own in by_stream.values() for at in range(0, len(own), per_frame)]
     return spans, len(copies), len(kept)
 
 
@@ -182,9 +184,10 @@ def main():
 
         decode(None, 20)
         t = fastmog.Timer(nvtx=False)
-        spans, n_copies, n_kept = output_copy_spans(cupti_trace(lambda: decode(t, iters)))
+        trace = cupti_trace(lambda: decode(t, iters))
         copies = [r for r in t.records if r.activity == "NVDEC output copy"
                   and r.gpu_ms is not None]
+        spans, n_copies, n_kept = output_copy_spans(trace, len(copies))
         print(f"decoder output copies: {len(copies)} timed by fastmog; CUPTI saw {n_copies} "
               f"device-to-device copies, {n_kept} of them fastmog's runtime calls")
         rows.append(("NVDEC output copy", [r.gpu_ms * 1e3 for r in copies],
