@@ -116,11 +116,17 @@ static void module_free(void *module)
 }
 
 /* The state holds CUDA handles and process-wide caches: one interpreter, with
- * the GIL (free-threaded builds are not supported). */
+ * the GIL. A free-threaded CPython turns the GIL on to import it (and says
+ * so): the pinned pool, the fences, each stream's keep-alive list and hold
+ * count and a timer's records are plain C structures the GIL guards today
+ * (docs/install.md, free-threaded Python, says what going without it needs). */
 static PyModuleDef_Slot module_slots[] = {
     {Py_mod_exec, module_exec},
 #ifdef Py_mod_multiple_interpreters
     {Py_mod_multiple_interpreters, Py_MOD_MULTIPLE_INTERPRETERS_NOT_SUPPORTED},
+#endif
+#ifdef Py_mod_gil
+    {Py_mod_gil, Py_MOD_GIL_USED},
 #endif
     {0, NULL},
 };

@@ -50,3 +50,12 @@ def test_the_main_pytest_run_closes_the_log():
     assert lines[0] == "set -euo pipefail"
     assert lines[-1] == "FASTMOG_SDIST=$sdist python3 -m pytest"
     assert not any("|| true" in line or "set +e" in line for line in lines)
+
+
+def test_ci_cross_compiles_the_host_code_for_aarch64_with_setups_flags():
+    """docs/install.md's claim that the source build has nothing x86-only."""
+    assert "step bash .ci/cross-compile-aarch64" in _commands(CI)
+    r = subprocess.run(["bash", str(ROOT / ".ci" / "cross-compile-aarch64"), "--flags"],
+                       capture_output=True, text=True, timeout=60, cwd=ROOT)
+    assert r.returncode == 0, r.stderr
+    assert "-std=c11" in r.stdout.split() and "-fopenmp" in r.stdout.split()
