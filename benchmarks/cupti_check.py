@@ -86,6 +86,60 @@ def output_copy_spans(events, frames):
     return spans, len(copies), len(kept)
 
 
+def print_copy_neighbours(events, frames=4):
+    """For a few frames: each device-to-device copy and kernel CUPTI saw
+    around fastmog's output copies, with its stream and whether fastmog's
+    runtime call made it, so a window can be read against the engine's
+    timeline (what ran just before on the same engine and stream)."""
+    ours = {e["args"]["correlation"] for e in events
+            if e.get("cat") == "cuda_runtime" and "Memcpy" in e.get("name", "")
+            and "correlation" in e.get("args", {})}
+    gpu = [e for e in events if e.get("ph") == "X" and e.get("cat") in ("gpu_memcpy", "kernel")]
+    mine = [i for i, e in enumerate(gpu) if e.get("cat") == "gpu_memcpy"
+            and e.get("args", {}).get("correlation") in ours]
+    for i in mine[10:10 + frames]:
+        print("  around one output copy (CUPTI: start us relative, duration us, stream, "
+              "kind):")
+        t0 = float(gpu[i]["ts"])
+        for e in gpu[max(0, i - 4):i + 2]:
+            mark = "fastmog" if e.get("args", {}).get("correlation") in ours else ""
+            print(f"    {float(e['ts']) - t0:+9.2f} {float(e['dur']):8.2f} "
+                  f"stream {e.get('args', {}).get('stream')} {e.get('name', '')[:40]} {mark}")
+
+
+def print_worst_windows(label, records, activities, events, worst=3):
+    """Matches fastmog's records with CUPTI's activities in order (one each,
+    on one stream) and prints how their differences spread, and for the
+    worst few what ran on other streams between the window's start (put on
+    CUPTI's clock by the best-aligned pair) and the activity's own start."""
+    ours = sorted((r for r in records if r.gpu_start is not None), key=lambda r: r.gpu_start)
+    theirs = sorted(activities, key=lambda e: float(e["ts"]))
+    if not ours or len(ours) != len(theirs):
+        print(f"  {label}: {len(ours)} records and {len(theirs)} CUPTI activities: not matched")
+        return
+    raw = [(r.gpu_ms_raw if r.gpu_ms_raw is not None else r.gpu_ms) * 1e3 for r in ours]
+    diffs = sorted((r.gpu_ms * 1e3 - float(e["dur"]), i)
+                   for i, (r, e) in enumerate(zip(ours, theirs)))
+    n = len(diffs)
+    print(f"  {label}: fastmog - CUPTI per call, us: p10 {diffs[n // 10][0]:+.2f}, "
+          f"median {diffs[n // 2][0]:+.2f}, p90 {diffs[n * 9 // 10][0]:+.2f}, "
+          f"max {diffs[-1][0]:+.2f}")
+    # CUPTI time = fastmog start (host clock, us) + offset; the smallest
+    # offset belongs to a window that opened right as its activity began
+    offset = min(float(e["ts"]) - r.gpu_start * 1e6 for r, e in zip(ours, theirs))
+    others = [e for e in events if e.get("ph") == "X"
+              and e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset")]
+    for d, i in diffs[-worst:]:
+        e = theirs[i]
+        opened = ours[i].gpu_start * 1e6 + offset
+        busy = [o for o in others if o is not e and float(o["ts"]) < float(e["ts"])
+                and float(o["ts"]) + float(o["dur"]) > opened]
+        print(f"    {d:+8.2f} us (raw window {raw[i]:.2f}, CUPTI {float(e['dur']):.2f}); "
+              f"window opened {float(e['ts']) - opened:.2f} us before it began, meanwhile: "
+              + ", ".join(f"{o.get('name', '')[:28]} on stream {o.get('args', {}).get('stream')}"
+                          f" ({float(o['dur']):.1f} us)" for o in busy[:4]))
+
+
 def fastmog_us(timer, name, raw=False):
     """GPU times of the records called `name`: as the report gives them (the
     events' window less the measured event latency), or the raw window."""
@@ -173,11 +227,16 @@ def main():
     clip = sys.argv[sys.argv.index("--clip") + 1] if "--clip" in sys.argv else None
     if clip is not None:
         # two sessions: one session hands out the decoder's own frames (no
-        # copy); with several, each copies its frames out on its own stream
+        # copy); with several, each copies its frames out on its own stream.
+        # MOG2 runs on each grey frame, as in the main job: its kernel is
+        # compared with CUPTI's in the same NVDEC pipeline.
+        sub_v = fastmog.BackgroundSubtractorMOG2()
+
         def decode(timer, n):
-            with fastmog.VideoReader(clip, stream=s, decode="nvdec", sessions=2,
+            with fastmog.VideoReader(clip, stream=s, decode="nvdec", sessions=2, grey=True,
                                      timer=timer) as reader:
-                for i, _ in enumerate(reader):
+                for i, frame in enumerate(reader):
+                    sub_v.apply(frame.as_input(s), stream=s, timer=timer)
                     s.synchronize()         # the frame is used before the next is taken
                     if i + 1 >= n:
                         break
@@ -190,9 +249,32 @@ def main():
         spans, n_copies, n_kept = output_copy_spans(trace, len(copies))
         print(f"decoder output copies: {len(copies)} timed by fastmog; CUPTI saw {n_copies} "
               f"device-to-device copies, {n_kept} of them fastmog's runtime calls")
+        print_copy_neighbours(trace)
+        runtime = {e["args"]["correlation"] for e in trace
+                   if e.get("cat") == "cuda_runtime" and "Memcpy" in e.get("name", "")
+                   and "correlation" in e.get("args", {})}
+        print_worst_windows("NVDEC output copy", copies,
+                            [e for e in trace if e.get("ph") == "X"
+                             and e.get("cat") == "gpu_memcpy"
+                             and e.get("args", {}).get("correlation") in runtime], trace)
+        ours = sorted(r.gpu_ms * 1e3 for r in copies)
+        theirs = sorted(spans)
+        if ours and theirs:
+            print("  output copy medians: fastmog %.2f us, CUPTI %.2f us; fastmog p90 %.2f, "
+                  "max %.2f" % (ours[len(ours) // 2], theirs[len(theirs) // 2],
+                                ours[len(ours) * 9 // 10], ours[-1]))
         rows.append(("NVDEC output copy", [r.gpu_ms * 1e3 for r in copies],
                      [(r.gpu_ms_raw if r.gpu_ms_raw is not None else r.gpu_ms) * 1e3
                       for r in copies], spans))
+        kernel_events = [e for e in trace if e.get("ph") == "X" and e.get("cat") == "kernel"
+                         and "mog2_apply_kernel" in e.get("name", "")]
+        kernels = [float(e["dur"]) for e in kernel_events]
+        name = "BackgroundSubtractorMOG2.apply"
+        print_worst_windows("apply in the NVDEC run",
+                            [r for r in t.records if r.name == name and r.gpu_ms is not None],
+                            kernel_events, trace)
+        rows.append(("apply in NVDEC run", fastmog_us(t, name), fastmog_us(t, name, True),
+                     kernels))
 
     idle = event_pair_us(s)
     busy = event_pair_us(s, lambda: sub_b.apply_batch(batch, stream=s, fgmasks=masks))

@@ -87,6 +87,10 @@ typedef struct fm_state {
     int profiles_active;            /* profile() blocks open in any thread */
     int nvtx_enabled;               /* set_nvtx(True) or FASTMOG_NVTX=1 */
     void *nvtx_domain;              /* nvtxDomainHandle_t of the "fastmog" domain */
+    /* The last range's message and what it was made from: a loop's calls
+     * repeat one name and shape, so most ranges skip the formatting. */
+    struct fm_nvtx_message { char name[96]; int height, width, channels; char text[160]; }
+        nvtx_last;
 
     fm_pinned_pool pinned;
     fm_keepalive keepalive;
@@ -635,6 +639,18 @@ static inline fm_GpuMat *fm_gpumat_check_open(fm_state *st, PyObject *obj, const
     }
     return m;
 }
+
+/* A device-to-device copy, in three steps so that a caller can time several
+ * as one span (a decoder's output copy): copy_pair checks that `dst_arg`
+ * (named `dst_name` in errors) is an open, writable GpuMat of src_arg's
+ * shape, dtype and device and returns src (borrowed, *dst set) or NULL;
+ * copy_use orders both buffers' release after `stream`; copy_queue queues
+ * the copy there (the device current) and adds its bytes to `call`. */
+fm_GpuMat *fm_gpumat_copy_pair(fm_state *st, PyObject *src_arg, PyObject *dst_arg,
+                               const char *dst_name, fm_GpuMat **dst);
+int fm_gpumat_copy_use(fm_state *st, fm_GpuMat *src, fm_GpuMat *dst, fm_Stream *stream);
+int fm_gpumat_copy_queue(fm_state *st, fm_GpuMat *src, fm_GpuMat *dst, fm_Stream *stream,
+                         fm_call *call);
 
 /* ValueError unless `m` is on `device`. */
 int fm_check_same_device(const fm_GpuMat *m, int device, const char *argname);

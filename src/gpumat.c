@@ -291,44 +291,39 @@ static PyObject *GpuMat_download(PyObject *op, PyObject *args, PyObject *kwargs)
     return end_on_device(st, &call, &guard, stream, result);
 }
 
-static PyObject *GpuMat_copy_to(PyObject *op, PyObject *args, PyObject *kwargs)
+fm_GpuMat *fm_gpumat_copy_pair(fm_state *st, PyObject *src_arg, PyObject *dst_arg,
+                               const char *dst_name, fm_GpuMat **dst)
 {
-    PyObject *other_arg, *stream_arg, *timer;
-    fm_state *st = fm_state_of(op);
-    fm_device_guard guard;
-    fm_call call;
+    fm_GpuMat *src = fm_gpumat_check_open(st, src_arg, "self");
+    *dst = src ? fm_gpumat_check_open(st, dst_arg, dst_name) : NULL;
+    if (*dst == NULL || check_writable(*dst, dst_name) < 0)
+        return NULL;
+    const fm_image_shape *a = &src->shape, *b = &(*dst)->shape;
+    if (a->height != b->height || a->width != b->width || a->channels != b->channels
+        || a->type_num != b->type_num) {
+        PyErr_Format(PyExc_ValueError, "%s is %dx%dx%d %s but self is %dx%dx%d %s", dst_name,
+                     b->height, b->width, b->channels, fm_dtype_name(b->type_num), a->height,
+                     a->width, a->channels, fm_dtype_name(a->type_num));
+        return NULL;
+    }
+    if (src->device != (*dst)->device) {
+        PyErr_Format(PyExc_ValueError, "%s is on device %d but self is on device %d", dst_name,
+                     (*dst)->device, src->device);
+        return NULL;
+    }
+    return src;
+}
 
-    if (parse_arg_stream_timer(args, kwargs, "O|$OO:copy_to", &other_arg, &stream_arg, &timer) < 0)
-        return NULL;
-    fm_GpuMat *src = fm_gpumat_check_open(st, op, "self");
-    fm_GpuMat *dst = src ? fm_gpumat_check_open(st, other_arg, "other") : NULL;
-    if (dst == NULL || check_writable(dst, "other") < 0)
-        return NULL;
-    if (src->shape.height != dst->shape.height || src->shape.width != dst->shape.width
-        || src->shape.channels != dst->shape.channels
-        || src->shape.type_num != dst->shape.type_num) {
-        PyErr_Format(PyExc_ValueError, "other is %dx%dx%d %s but self is %dx%dx%d %s",
-                     dst->shape.height, dst->shape.width, dst->shape.channels,
-                     fm_dtype_name(dst->shape.type_num), src->shape.height, src->shape.width,
-                     src->shape.channels, fm_dtype_name(src->shape.type_num));
-        return NULL;
-    }
-    if (src->device != dst->device) {
-        PyErr_Format(PyExc_ValueError, "other is on device %d but self is on device %d",
-                     dst->device, src->device);
-        return NULL;
-    }
-    fm_Stream *stream = fm_require_stream(st, stream_arg, src->device);
-    if (stream == NULL)
-        return NULL;
-    if (begin_on_device(st, &call, "GpuMat.copy_to", "memcpy DtoD", timer, stream, &src->shape,
-                        src->device, &guard) < 0)
-        return NULL;
-    int rc = -1;
-    if (fm_device_buffer_use(st, src->buffer, stream, FM_USE_RELEASE_AFTER) < 0
-        || fm_device_buffer_use(st, dst->buffer, stream, FM_USE_RELEASE_AFTER) < 0
-        || fm_call_gpu_begin(st, &call) < 0)
-        goto done;
+int fm_gpumat_copy_use(fm_state *st, fm_GpuMat *src, fm_GpuMat *dst, fm_Stream *stream)
+{
+    return fm_device_buffer_use(st, src->buffer, stream, FM_USE_RELEASE_AFTER) < 0
+                   || fm_device_buffer_use(st, dst->buffer, stream, FM_USE_RELEASE_AFTER) < 0
+               ? -1 : 0;
+}
+
+int fm_gpumat_copy_queue(fm_state *st, fm_GpuMat *src, fm_GpuMat *dst, fm_Stream *stream,
+                         fm_call *call)
+{
     size_t row_bytes = fm_image_row_bytes(&src->shape);
     cudaError_t err;
     if (src->pitch == row_bytes && dst->pitch == row_bytes)  /* one flat copy is faster */
@@ -338,12 +333,36 @@ static PyObject *GpuMat_copy_to(PyObject *op, PyObject *args, PyObject *kwargs)
         err = cudaMemcpy2DAsync(dst->data, dst->pitch, src->data, src->pitch, row_bytes,
                                 (size_t)src->shape.height, cudaMemcpyDeviceToDevice,
                                 stream->handle);
-    fm_call_bytes(&call, (int64_t)(row_bytes * src->shape.height),
+    if (err != cudaSuccess)
+        return fm_cuda_fail(st, err, "copying a %dx%dx%d image", src->shape.height,
+                            src->shape.width, src->shape.channels);
+    fm_call_bytes(call, (int64_t)(row_bytes * src->shape.height),
                   (int64_t)(row_bytes * src->shape.height));
-    rc = err == cudaSuccess ? fm_call_gpu_end(st, &call)
-                            : fm_cuda_fail(st, err, "copying a %dx%dx%d image", src->shape.height,
-                                           src->shape.width, src->shape.channels);
-done:
+    return 0;
+}
+
+static PyObject *GpuMat_copy_to(PyObject *op, PyObject *args, PyObject *kwargs)
+{
+    PyObject *other_arg, *stream_arg, *timer;
+    fm_state *st = fm_state_of(op);
+    fm_device_guard guard;
+    fm_call call;
+    fm_GpuMat *dst;
+
+    if (parse_arg_stream_timer(args, kwargs, "O|$OO:copy_to", &other_arg, &stream_arg, &timer) < 0)
+        return NULL;
+    fm_GpuMat *src = fm_gpumat_copy_pair(st, op, other_arg, "other", &dst);
+    if (src == NULL)
+        return NULL;
+    fm_Stream *stream = fm_require_stream(st, stream_arg, src->device);
+    if (stream == NULL)
+        return NULL;
+    if (begin_on_device(st, &call, "GpuMat.copy_to", "memcpy DtoD", timer, stream, &src->shape,
+                        src->device, &guard) < 0)
+        return NULL;
+    int rc = fm_gpumat_copy_use(st, src, dst, stream) < 0 || fm_call_gpu_begin(st, &call) < 0
+                     || fm_gpumat_copy_queue(st, src, dst, stream, &call) < 0
+                 ? -1 : fm_call_gpu_end(st, &call);
     return end_on_device(st, &call, &guard, stream, rc == 0 ? Py_NewRef(Py_None) : NULL);
 }
 

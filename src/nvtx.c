@@ -1,6 +1,7 @@
 /* NVTX ranges in a "fastmog" domain. With no tool attached each call costs a
  * pointer test inside NVTX; fastmog also skips formatting the message unless
- * a timer asks for ranges or set_nvtx(True) was called. */
+ * a timer asks for ranges or set_nvtx(True) was called, and then formats it
+ * only when the name or shape changed. */
 #include "fastmog.h"
 
 #include <nvtx3/nvToolsExt.h>
@@ -13,19 +14,36 @@ void fm_nvtx_init(fm_state *st)
     st->nvtx_enabled = env != NULL && env[0] != '\0' && strcmp(env, "0") != 0;
 }
 
+/* The message "<name> <h>x<w>x<c>", formatted only when it differs from the
+ * last one (the name compared by content: a name from Python may reuse the
+ * address of an earlier one). */
+static const char *range_message(fm_state *st, const char *name, int height, int width,
+                                 int channels)
+{
+    if (height <= 0)
+        return name;
+    struct fm_nvtx_message *last = &st->nvtx_last;
+    if (last->height == height && last->width == width && last->channels == channels
+        && strcmp(last->name, name) == 0)
+        return last->text;
+    snprintf(last->text, sizeof last->text, "%s %dx%dx%d", name, height, width, channels);
+    if (strlen(name) < sizeof last->name) {
+        strcpy(last->name, name);
+        last->height = height, last->width = width, last->channels = channels;
+    } else {
+        last->height = 0;            /* too long to remember: never matches */
+    }
+    return last->text;
+}
+
 void fm_nvtx_push(fm_state *st, const char *name, int height, int width, int channels)
 {
-    char message[160];
-    if (height > 0)
-        snprintf(message, sizeof message, "%s %dx%dx%d", name, height, width, channels);
-    else
-        snprintf(message, sizeof message, "%s", name);
     nvtxEventAttributes_t attr;
     memset(&attr, 0, sizeof attr);
     attr.version = NVTX_VERSION;
     attr.size = NVTX_EVENT_ATTRIB_STRUCT_SIZE;
     attr.messageType = NVTX_MESSAGE_TYPE_ASCII;
-    attr.message.ascii = message;
+    attr.message.ascii = range_message(st, name, height, width, channels);
     nvtxDomainRangePushEx((nvtxDomainHandle_t)st->nvtx_domain, &attr);
 }
 

@@ -547,6 +547,21 @@ static PyObject *Timer_decoder_call(PyObject *op, PyObject *args)
     return host_record((fm_Timer *)op, name, start_ns, host_ns, h, w, c, activity, session);
 }
 
+/* The stream and host start a Python-made GPU record names: `stream_arg`
+ * must be a fastmog.Stream, `host_start` None or an int of host ns. */
+static fm_Stream *span_stream(fm_Timer *t, PyObject *stream_arg, PyObject *host_start,
+                              long long *start_ns)
+{
+    fm_Stream *stream = fm_require_stream(t->st, stream_arg, -1);
+    if (stream == NULL)
+        return NULL;
+    *start_ns = 0;
+    if (host_start != Py_None && (*start_ns = PyLong_AsLongLong(host_start)) == -1
+        && PyErr_Occurred())
+        return NULL;
+    return stream;
+}
+
 /* _gpu_begin(name, activity, stream, shape, *, session=-1, host_start_ns=None):
  * a record whose GPU window is work the caller queues on `stream` next (a
  * decoder's output copy); timer-owned events, so the caller's events may be
@@ -560,12 +575,9 @@ static PyObject *Timer_gpu_begin(PyObject *op, PyObject *args, PyObject *kwargs)
     if (!PyArg_ParseTupleAndKeywords(args, kwargs, "UOO(iii)|$iO:_gpu_begin", kwlist, &name,
                                      &activity, &stream_arg, &h, &w, &c, &session, &host_start))
         return NULL;
-    fm_Stream *stream = fm_require_stream(t->st, stream_arg, -1);
+    long long start_ns;
+    fm_Stream *stream = span_stream(t, stream_arg, host_start, &start_ns);
     if (stream == NULL)
-        return NULL;
-    long long start_ns = 0;
-    if (host_start != Py_None && (start_ns = PyLong_AsLongLong(host_start)) == -1
-        && PyErr_Occurred())
         return NULL;
     fm_device_guard guard;
     if (fm_device_enter(t->st, stream->device, &guard) < 0)
@@ -615,6 +627,82 @@ static PyObject *Timer_gpu_end(PyObject *op, PyObject *args, PyObject *kwargs)
     r->host_ns = now_ns() - r->host_start_ns;
     r->done = 1;
     Py_RETURN_NONE;
+}
+
+/* _gpu_copies(name, activity, stream, shape, pairs, /, *, session=-1,
+ * host_start_ns=None): queues the device-to-device copies `pairs` ((src,
+ * dst) GpuMats) on `stream` as one record, its events right beside the
+ * copies in this one call: no Python step between them in which another
+ * thread could take the GIL while the idle stream counts the time (a
+ * decoder's output copy). All pairs are checked before anything is
+ * queued. Returns the record's index. */
+#define FM_SPAN_COPIES_MAX 4
+static PyObject *Timer_gpu_copies(PyObject *op, PyObject *args, PyObject *kwargs)
+{
+    static char *kwlist[] = {"", "", "", "", "", "session", "host_start_ns", NULL};
+    fm_Timer *t = (fm_Timer *)op;
+    fm_state *st = t->st;
+    PyObject *name, *activity, *stream_arg, *pairs_arg, *host_start = Py_None, *pairs = NULL;
+    int h, w, c, session = -1, index = -1;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "UOO(iii)O|$iO:_gpu_copies", kwlist, &name,
+                                     &activity, &stream_arg, &h, &w, &c, &pairs_arg, &session,
+                                     &host_start))
+        return NULL;
+    long long start_ns;
+    fm_Stream *stream = span_stream(t, stream_arg, host_start, &start_ns);
+    if (stream == NULL)
+        return NULL;
+    pairs = PySequence_Fast(pairs_arg, "pairs must be a sequence of (src, dst) GpuMats");
+    if (pairs == NULL)
+        return NULL;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(pairs);
+    fm_GpuMat *src[FM_SPAN_COPIES_MAX], *dst[FM_SPAN_COPIES_MAX];
+    if (n < 1 || n > FM_SPAN_COPIES_MAX) {
+        PyErr_Format(PyExc_ValueError, "pairs holds %zd copies; 1 to %d are timed as one span",
+                     n, FM_SPAN_COPIES_MAX);
+        goto error;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *pair = PySequence_Fast_GET_ITEM(pairs, i);
+        if (!PyTuple_Check(pair) || PyTuple_GET_SIZE(pair) != 2) {
+            PyErr_SetString(PyExc_TypeError, "each of pairs must be a (src, dst) tuple");
+            goto error;
+        }
+        src[i] = fm_gpumat_copy_pair(st, PyTuple_GET_ITEM(pair, 0), PyTuple_GET_ITEM(pair, 1),
+                                     "dst", &dst[i]);
+        if (src[i] == NULL || fm_check_same_device(src[i], stream->device, "src") < 0)
+            goto error;
+    }
+    if (fm_stream_hold(stream) < 0)
+        goto error;
+    fm_device_guard guard;
+    if (fm_device_enter(st, stream->device, &guard) == 0) {
+        int rc = 0;
+        for (Py_ssize_t i = 0; i < n && rc == 0; i++)
+            rc = fm_gpumat_copy_use(st, src[i], dst[i], stream);
+        if (rc == 0 && (index = python_record(t, name, activity, stream, h, w, c)) >= 0) {
+            fm_record *r = &t->records[index];
+            r->session = session;
+            if (start_ns > 0)
+                r->host_start_ns = start_ns;
+            fm_call call = {t, index, 0, stream, 0};
+            rc = fm_call_gpu_begin(st, &call);
+            for (Py_ssize_t i = 0; i < n && rc == 0; i++)
+                rc = fm_gpumat_copy_queue(st, src[i], dst[i], stream, &call);
+            if (rc == 0)
+                rc = fm_call_gpu_end(st, &call);
+            r = &t->records[index];
+            r->host_ns = now_ns() - r->host_start_ns;
+            r->done = 1;
+            if (rc < 0)
+                index = -1;
+        }
+        fm_device_exit(&guard);
+    }
+    fm_stream_unhold(stream);
+error:
+    Py_DECREF(pairs);
+    return index >= 0 ? PyLong_FromLong(index) : NULL;
 }
 
 static PyObject *Timer_get_sync(PyObject *op, void *Py_UNUSED(closure))
@@ -674,6 +762,10 @@ static PyMethodDef Timer_methods[] = {
      "_gpu_begin($self, name, activity, stream, shape, /, *, session=-1, host_start_ns=None)"
      "\n--\n\nStarts a GPU-timed record of work about to be queued on `stream` (a decoder's "
      "output copy); returns its index for _gpu_end."},
+    {"_gpu_copies", (PyCFunction)(void (*)(void))Timer_gpu_copies, METH_VARARGS | METH_KEYWORDS,
+     "_gpu_copies($self, name, activity, stream, shape, pairs, /, *, session=-1, "
+     "host_start_ns=None)\n--\n\nQueues the (src, dst) GpuMat copies `pairs` on `stream` "
+     "as one GPU-timed record, its events beside the copies; returns its index."},
     {"_gpu_end", (PyCFunction)(void (*)(void))Timer_gpu_end, METH_VARARGS | METH_KEYWORDS,
      "_gpu_end($self, index, /, *, stream, bytes_read=0, bytes_written=0)\n--\n\n"
      "Ends the GPU window of record `index` after the work queued on `stream`."},

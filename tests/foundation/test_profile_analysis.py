@@ -362,6 +362,8 @@ def test_gpu_span_arguments_are_checked_without_a_gpu():
         t._gpu_begin("VideoReader.decode", "NVDEC output copy", None, (1, 1, 1))
     with pytest.raises(TypeError, match="stream"):
         t._gpu_end(0)
+    with pytest.raises(TypeError, match="stream"):
+        t.gpu_copies("VideoReader.decode", "NVDEC output copy", None, [])
     t._decoder_call("VideoReader.decode", 5, 7, (2, 3, 1), "NVDEC", 2)
     [r] = t.records
     assert (r.activity, r.session, r.host_ms, r.parent) == ("NVDEC", 2, 7e-6, None)

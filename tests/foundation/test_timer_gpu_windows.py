@@ -2,6 +2,10 @@
 stream waited on other streams is recorded apart with what it was behind,
 host waits are charged to their root cause, records carry their bytes, and
 Python code (a decoder) adds GPU-timed records."""
+import sys
+import threading
+import time
+
 import numpy as np
 import pytest
 
@@ -139,3 +143,62 @@ def test_report_has_engines_bandwidth_and_a_verdict(rng):
     assert "NVML" in text
     trace = t.to_chrome_trace()
     assert any(e.get("tid") == pa.H2D for e in trace["traceEvents"])
+
+
+def test_copies_timed_in_one_call_leave_out_another_threads_hold_on_the_gil(rng):
+    # A decoder session's thread times its output copy while other threads
+    # run Python. gpu_copies records the events beside the copies in one C
+    # call: however often the GIL changes hands around it, the window holds
+    # the copies and never another thread's turn with the GIL.
+    s = fastmog.Stream()
+    a = fastmog.GpuMat.from_array(rng.integers(0, 255, (64, 64), dtype=np.uint8), stream=s)
+    b = fastmog.GpuMat((64, 64), np.uint8)
+    data = [(i * 7919) % 200_003 for i in range(200_000)]
+    start = time.perf_counter()
+    sorted(data)                         # one C call that keeps the GIL throughout
+    hog_ms = (time.perf_counter() - start) * 1e3
+    stop, turns = threading.Event(), [0]
+
+    def hog():
+        while not stop.is_set():
+            sorted(data)
+            turns[0] += 1
+
+    t = fastmog.Timer(nvtx=False)
+    t.calibrate = False
+    old = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)          # hand the GIL over at every chance
+    thread = threading.Thread(target=hog)
+    thread.start()
+    try:
+        for _ in range(20):
+            t.gpu_copies("VideoReader.decode", "NVDEC output copy", s, [(a, b)], (64, 64, 1),
+                         session=3)
+            s.synchronize()
+            time.sleep(0.0005)           # the GIL goes to the other thread, for a sort
+    finally:
+        stop.set()
+        thread.join()
+        sys.setswitchinterval(old)
+    assert turns[0] >= 10                # the other thread held the GIL between the copies
+    records = t.records
+    assert len(records) == 20
+    assert all(r.session == 3 and r.activity == "NVDEC output copy" for r in records)
+    assert all(r.bytes_read == r.bytes_written == 64 * 64 for r in records)
+    assert max(r.gpu_ms for r in records) < hog_ms / 4
+    np.testing.assert_array_equal(b.download(stream=s), a.download(stream=s))
+
+
+def test_gpu_copies_checks_every_pair_before_queuing_any(rng):
+    s = fastmog.Stream()
+    a = fastmog.GpuMat.from_array(rng.integers(0, 255, (8, 8), dtype=np.uint8), stream=s)
+    b = fastmog.GpuMat((8, 8), np.uint8)
+    b.fill(0, stream=s)
+    t = fastmog.Timer(nvtx=False)
+    for pairs, error in (([(a, b), (a, fastmog.GpuMat((8, 9), np.uint8))], ValueError),
+                         ([(a, b), (a, np.zeros((8, 8), np.uint8))], TypeError),
+                         ([(a, b), a], TypeError), ([], ValueError)):
+        with pytest.raises(error):
+            t.gpu_copies("VideoReader.decode", "NVDEC output copy", s, pairs, (8, 8, 1))
+    assert len(t.records) == 0
+    assert not b.download(stream=s).any()

@@ -189,6 +189,8 @@ def _kind(activity):
         return "HtoD"
     if act == "memcpy DtoH":
         return "DtoH"
+    if act in ("memcpy DtoD", "NVDEC output copy"):
+        return "DtoD"
     if act.startswith("kernel") or act == "memset":
         return "kernel"
     return None
@@ -196,8 +198,9 @@ def _kind(activity):
 
 def _measure_bias(device: int) -> dict:
     """{(before, kind): ms} the window of a near-empty operation of `kind`
-    ("kernel", "HtoD", "DtoH") timed by the Timer on a stream, right after an
-    operation of kind `before` ("idle": the stream had nothing queued). CUDA
+    ("kernel", "HtoD", "DtoH", "DtoD": a device-to-device copy, as a decoder's
+    output copy is) timed by the Timer on a stream, right after an operation
+    of kind `before` ("idle": the stream had nothing queued). CUDA
     events bracket the op with the GPU's own latency (the launch or the
     engine switch after the start event, the flush before the end event):
     this is what a window holds beyond the op, minus a tiny op's true time
@@ -208,16 +211,31 @@ def _measure_bias(device: int) -> dict:
     host_in = _fastmog.pinned_empty((1, 16), np.uint8)
     host_out = _fastmog.pinned_empty((1, 16), np.uint8)
     small = _fastmog.GpuMat((1, 16), np.uint8, device=device)
+    other = _fastmog.GpuMat((1, 16), np.uint8, device=device)
+    # The operation before is a real transfer (4 MiB) or kernel: a 16-byte
+    # copy does not occupy a copy engine the way a frame does, and the switch
+    # from a busy engine is what a window holds (measured with CUPTI,
+    # benchmarks/event_latency.py: after a 4K upload a kernel's window holds
+    # about 7 us more than the kernel, after a 16-byte one about 4).
+    block = _fastmog.GpuMat((1024, 4096), np.uint8, device=device)
+    block_copy = _fastmog.GpuMat((1024, 4096), np.uint8, device=device)
+    block_in = _fastmog.pinned_empty((1024, 4096), np.uint8)
+    block_out = _fastmog.pinned_empty((1024, 4096), np.uint8)
     # the C base: its raw records are the uncorrected windows (index 11: GPU ms)
     t = _fastmog._Timer(nvtx=False)
     ops = {"kernel": lambda timer: tiny.fill((1, 2, 3), stream=s, timer=timer),
            "HtoD": lambda timer: small.upload(host_in, stream=s, timer=timer),
            "DtoH": lambda timer: small.download(host_out, stream=s, blocking=False,
-                                                timer=timer)}
+                                                timer=timer),
+           "DtoD": lambda timer: small.copy_to(other, stream=s, timer=timer)}
+    befores = {"kernel": lambda: block.fill(7, stream=s),
+               "HtoD": lambda: block.upload(block_in, stream=s),
+               "DtoH": lambda: block.download(block_out, stream=s, blocking=False),
+               "DtoD": lambda: block.copy_to(block_copy, stream=s)}
     out = {}
     try:
         for kind, op in ops.items():
-            for before in ("idle", "kernel", "HtoD", "DtoH"):
+            for before in ("idle", *befores):
                 windows = []
                 for _ in range(15):
                     t.reset()
@@ -225,14 +243,14 @@ def _measure_bias(device: int) -> dict:
                         s.synchronize()
                     else:
                         big.fill((1, 2, 3), stream=s)     # keeps the stream busy meanwhile
-                        ops[before](None)
+                        befores[before]()
                     op(t)
                     s.synchronize()
                     windows.append(t._raw_records()[-1][11])
                 out[(before, kind)] = sorted(windows)[len(windows) // 2]
     finally:
         s.synchronize()
-        for m in (big, tiny, small):
+        for m in (big, tiny, small, other, block, block_copy):
             m.close()
         s.close()
     return out

@@ -179,6 +179,16 @@ class Timer(_fastmog._Timer):
         return _GpuSpan(self, name, activity, stream, shape, session, host_start_ns,
                         bytes_read, bytes_written)
 
+    def gpu_copies(self, name, activity, stream, pairs, shape=(0, 0, 0), *, session=-1,
+                   host_start_ns=None):
+        """Queues the device-to-device copies `pairs` ((src, dst) GpuMats) on
+        `stream`, timed as one record `name` with `activity` (a decoder's
+        output copy): its events sit beside the copies in one C call, so no
+        other thread can take the GIL inside the GPU window the way it can
+        between gpu_span's entry and the work. Returns the record's index."""
+        return self._gpu_copies(name, activity, stream, tuple(shape), pairs, session=session,
+                      host_start_ns=host_start_ns)
+
     def report(self, ceilings=None):
         """The nvprof-shaped summary as text, ending with the verdict."""
         records = self.records

@@ -25,7 +25,6 @@ and of at most one later one.
 Open GOPs (HEVC CRA pictures whose leading pictures refer to the previous
 GOP) are not cut: such a stream decodes as one segment, in one session.
 """
-import contextlib
 import ctypes
 import queue
 import threading
@@ -125,7 +124,7 @@ class _Session(threading.Thread):
         slot = self._slot()
         if slot.used:
             s.wait(slot.done)                # the caller's work on the old frame comes first
-        shape, size = (r.height * 3 // 2, r.width, 1), r.height * r.width * 3 // 2
+        shape = (r.height * 3 // 2, r.width, 1)
         planes = frame.cuda()
         (luma, luma_pitch), (chroma, chroma_pitch) = (_address(p, r.width) for p in planes)
         if chroma == luma + luma_pitch * r.height and chroma_pitch == luma_pitch:
@@ -138,11 +137,12 @@ class _Session(threading.Thread):
                                                     owner=owner, readonly=True), stream=s), dst)
                    for address, pitch, rows, owner, dst in parts]
         # the output copy on the session's stream is the decoder's GPU work on the
-        # timeline; the span holds the two copies alone, so the time this thread
-        # takes to get the GIL back is not in the copy's GPU window
-        with (r.timer.gpu_span("VideoReader.decode", "NVDEC output copy", s, shape,
-                               session=self.number, bytes_read=size, bytes_written=size)
-              if r.timer is not None else contextlib.nullcontext()):
+        # timeline; its events are recorded beside the copies in one C call, so
+        # the time this thread waits for the GIL is not in the copy's GPU window
+        if r.timer is not None:
+            r.timer.gpu_copies("VideoReader.decode", "NVDEC output copy", s, sources, shape,
+                               session=self.number)
+        else:
             for src, dst in sources:
                 src.copy_to(dst, stream=s)
         for src, _ in sources:
