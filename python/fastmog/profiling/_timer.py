@@ -298,7 +298,11 @@ def _engine_lines(prof):
         for row in rows:
             frac = f"{100 * row['fraction']:5.1f}% of ceiling" if row["fraction"] is not None else ""
             if row["fraction"] is not None and row["fraction"] > 1:
-                frac += " (served from L2, or fewer modes used than counted)"
+                # a kernel above device memory's ceiling read from L2 (or less
+                # than counted); a copy a little above PCIe's is the ceiling's
+                # own measurement spread
+                frac += (" (at the measured ceiling)" if row["activity"].startswith("memcpy")
+                         else " (served from L2, or fewer modes used than counted)")
             lines.append(f"{row['gbps']:9.2f} GB/s {frac:>18}  {row['bytes'] / 1e6:10.1f} MB  "
                          f"[{row['activity']}] {row['name']}")
     if prof.nvml is not None:
