@@ -1,9 +1,10 @@
 """Where a timed call's GPU window differs from CUPTI's duration of the same
 operation: for each operation (a tiny fill, MOG2 on a tiny and on a 4K
 frame, nv12_to_bgr, device copies) and what ran right before it on the
-stream (nothing, a 4K upload, a kernel), the events' raw window, CUPTI's
-duration, their difference, and what fastmog's calibration takes off for
-that transition. If the difference depends on the operation and not only on
+stream (nothing, a 4K upload, a kernel), the events' raw window, how long
+of it the GPU waited for the host to submit the work (lag), CUPTI's
+duration, their difference, what fastmog's calibration takes off for that
+transition and what is left after both. If the difference depends on the operation and not only on
 the transition, a probe of one tiny kernel cannot stand for every kernel.
 
     python benchmarks/event_latency.py [--iters 100]
@@ -79,8 +80,8 @@ def main():
     bias = _probes.event_bias(s.device) or {}
     print(f"fastmog {fastmog.__file__} on {fastmog.device_properties()['name']}, "
           f"{iters} iterations each")
-    print(f"{'operation':22s} {'before':7s} {'raw us':>9} {'CUPTI us':>9} {'raw-CUPTI':>10} "
-          f"{'calib.':>7} {'left':>7}")
+    print(f"{'operation':22s} {'before':7s} {'raw us':>9} {'lag us':>7} {'CUPTI us':>9} "
+          f"{'raw-CUPTI':>10} {'calib.':>7} {'left':>7}")
     for name, (kind, op) in ops.items():
         for before, (pre_count, pre) in befores.items():
             t = fastmog._fastmog._Timer(nvtx=False)   # raw windows, no calibration
@@ -92,8 +93,10 @@ def main():
                     s.synchronize()
 
             events = cupti_trace(run)
-            windows = [rec[11] * 1e3 for rec in t._raw_records() if rec[11] is not None
-                       and rec[11] >= 0]
+            records = [rec for rec in t._raw_records() if rec[11] is not None and rec[11] >= 0]
+            windows = [rec[11] * 1e3 for rec in records]
+            lag = sum(_probes.host_lag_ms(rec[12] / 1e9, rec[23] / 1e9)
+                      for rec in records) * 1e3 / max(len(records), 1)
             theirs, seen = last_per_iteration(events, iters, pre_count + 1)
             if theirs is None or len(windows) != iters:
                 print(f"{name:22s} {before:7s} unmatched: {len(windows)} windows, "
@@ -102,8 +105,27 @@ def main():
             raw = sum(windows) / iters
             cupti = sum(theirs) / iters
             cut = bias.get((before, kind), 0.0) * 1e3
-            print(f"{name:22s} {before:7s} {raw:9.2f} {cupti:9.2f} {raw - cupti:+10.2f} "
-                  f"{cut:7.2f} {raw - cut - cupti:+7.2f}")
+            print(f"{name:22s} {before:7s} {raw:9.2f} {lag:7.2f} {cupti:9.2f} "
+                  f"{raw - cupti:+10.2f} {cut:7.2f} {raw - lag - cut - cupti:+7.2f}")
+    print("GPU event clock minus host clock over 2 s, three times (us): "
+          + ", ".join(f"{clock_drift_us():+.1f}" for _ in range(3)))
+
+
+def clock_drift_us(seconds=2.0):
+    """The GPU's event clock against the host's over `seconds`: the analysis
+    puts GPU times on the host's clock from one epoch per timer, so a drift
+    would move a long profile's host lags."""
+    import time
+    s = fastmog.Stream()
+    a, b = fastmog.Event(), fastmog.Event()
+    s.synchronize()
+    s.record(a)
+    t0 = time.perf_counter_ns()
+    time.sleep(seconds)
+    s.record(b)
+    t1 = time.perf_counter_ns()
+    b.synchronize()
+    return a.elapsed_time(b) * 1e3 - (t1 - t0) / 1e3
 
 
 if __name__ == "__main__":

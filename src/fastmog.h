@@ -371,14 +371,16 @@ typedef struct fm_record {
     int64_t host_start_ns, host_ns, waited_ns;
     cudaEvent_t start, end;     /* timing events around its GPU work, or NULL */
     double gpu_ms;              /* < 0 until resolved */
-    double gpu_start_ms;        /* start, from the timer's epoch on this device */
+    int anchor;                 /* the timer's anchor its times are read from, or -1 */
+    int64_t anchor_host_ns;     /* that anchor's host time, once the record is read */
+    double gpu_start_ms;        /* start, from the anchor */
     int n_causes;               /* earlier calls a wait was for */
     int causes[8];              /* the latest of them (indices) */
     /* Recorded before the cross-stream waits the call inserts (producer
      * order, earlier uses of shared memory): [queued, start] is the time its
      * stream spent behind other streams, outside its own GPU window. */
     cudaEvent_t queued;
-    double queued_ms;           /* queued, from the epoch; < 0 if none */
+    double queued_ms;           /* queued, from the anchor; < 0 if none */
     int behind;                 /* the record whose work a GPU wait was for, or -1 */
     uintptr_t behind_stream;    /* the stream that wait was for, or 0 */
     int session;                /* decoder session of a decode record, or -1 */
@@ -388,6 +390,10 @@ typedef struct fm_record {
     /* Bytes the call's GPU work reads and writes, by fastmog's own count
      * (frames, masks, the model: see fm_mog2_bytes). */
     int64_t bytes_read, bytes_written;
+    /* Host time once the call's GPU work was submitted (at its end event):
+     * on a stream the GPU reached before then, the window holds the wait for
+     * the host, and the analysis takes it out (profiling/_probes.py). */
+    int64_t submitted_ns;
     int done;                   /* the call has ended: no more events will be recorded */
     int ended;                  /* `end` was recorded (it is taken before `start` is) */
 } fm_record;
@@ -401,10 +407,12 @@ struct fm_Timer {
     size_t reclaimed;           /* records before this one have given their events back */
     int open;                   /* index of the innermost open call, or -1 */
     fm_event_stack events[FM_MAX_DEVICES];  /* timing events for reuse */
-    /* Per device: an event recorded just before the first timed GPU work, and
-     * the host time then; GPU start times are measured from it. */
-    cudaEvent_t epoch[FM_MAX_DEVICES];
-    int64_t epoch_host_ns[FM_MAX_DEVICES];
+    /* Anchors put GPU times on the host's clock (timer.c): owned array, a
+     * slot whose event is NULL is free; current[d] is device d's latest,
+     * or -1. */
+    struct fm_anchor { cudaEvent_t event; int64_t host_ns; int device, users; } *anchors;
+    int n_anchors, cap_anchors;
+    int current[FM_MAX_DEVICES];
     PyObject *names;            /* names of host calls recorded from Python: a
                                    set that keeps their text alive; or NULL */
 };
@@ -429,6 +437,9 @@ int fm_call_begin(fm_state *st, fm_call *call, const char *name, const char *act
  * stream's device must be current). No-ops when not timed. */
 int fm_call_gpu_begin(fm_state *st, fm_call *call);
 int fm_call_gpu_end(fm_state *st, fm_call *call);
+/* The call's first GPU operation has been submitted (a call of several
+ * launches says so after the first; gpu_end does for the others). */
+void fm_call_gpu_submitted(fm_call *call);
 /* Marks the point before the cross-stream waits a call is about to insert on
  * its stream (the device must be current). No-op when not timed. */
 int fm_call_gpu_queue(fm_state *st, fm_call *call);

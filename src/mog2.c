@@ -285,6 +285,7 @@ static int queue_frames(fm_state *st, fm_MOG2 *self, double learning_rate, fm_mo
             return -1;
         cudaError_t err = fm_launch_mog2_apply(steps[0].params, model, g->is_float, io, n,
                                                stream->handle);
+        fm_call_gpu_submitted(call);
         if (err != cudaSuccess) {
             fm_cuda_error(st, err, "launching MOG2 on %d %dx%dx%d frame(s)", n, g->height,
                           g->width, g->channels);

@@ -78,10 +78,11 @@ static int overlap(const fm_image *a, const fm_image *b)
 }
 
 /* The passes, src to dst through `scratch` (and `result` where dst overlaps
- * src: the last pass writes it, then it is copied). Images are on `stream`. */
+ * src: the last pass writes it, then it is copied). Images are on `stream`;
+ * `call` hears when the first pass is submitted. */
 static cudaError_t queue_passes(fm_image src, fm_image dst, fm_image scratch, fm_image result,
                                 int in_place, const fm_morph_element *e, int op,
-                                int iterations, cudaStream_t stream)
+                                int iterations, cudaStream_t stream, fm_call *call)
 {
     const int passes = op <= OP_DILATE ? iterations : 2 * iterations;
     const fm_image last = in_place ? result : dst;
@@ -92,6 +93,7 @@ static cudaError_t queue_passes(fm_image src, fm_image dst, fm_image scratch, fm
         fm_image to = (passes - 1 - k) % 2 == 0 ? last : scratch;
         cudaError_t err = fm_launch_morphology(from, to, e, pass_dilates(op, iterations, k),
                                                stream);
+        fm_call_gpu_submitted(call);
         if (err != cudaSuccess)
             return err;
         from = to;
@@ -171,7 +173,7 @@ static PyObject *morphology(PyObject *module, PyObject *args, PyObject *kwargs)
         || fm_call_gpu_begin(st, &call) < 0)
         goto done;
     cudaError_t err = queue_passes(mi, oi, si, ri, in_place, &element, op, iterations,
-                                   stream->handle);
+                                   stream->handle, &call);
     if (err != cudaSuccess) {
         fm_cuda_error(st, err, "a morphology pass on a %dx%d mask", shape.height, shape.width);
         goto done;

@@ -100,6 +100,7 @@ int fm_call_begin(fm_state *st, fm_call *call, const char *name, const char *act
     r->parent = t->open;
     r->gpu_ms = -1.0;
     r->queued_ms = -1.0;
+    r->anchor = -1;
     r->behind = -1;
     r->session = -1;
     r->host_start_ns = now_ns();
@@ -112,16 +113,85 @@ int fm_call_begin(fm_state *st, fm_call *call, const char *name, const char *act
 
 static void reclaim(fm_Timer *t, int device);
 
-/* The device's epoch: an event recorded before the first timed GPU work, and
- * the host time then; GPU times are measured from it. */
-static int ensure_epoch(fm_state *st, fm_Timer *t, int device, cudaStream_t stream)
+/* ---- anchors: GPU times on the host's clock ------------------------------------
+ * An anchor is an event recorded on a stream with nothing queued, so the GPU
+ * takes it as soon as it is submitted, and the host time then. A record's
+ * GPU times are read from the anchor current when it began: on the host's
+ * clock they show when the GPU reached the call (CallRecord.gpu_start) and
+ * whether it got there before the host had submitted the work
+ * (profiling/_probes.py takes that wait out). The GPU's clock drifts from
+ * the host's (13 ppm on an H100: benchmarks/event_latency.py), and elapsed
+ * times are floats, so a new anchor is taken every FM_ANCHOR_NS; one that no
+ * unread record needs goes back to the event stack. */
+#define FM_ANCHOR_NS 50000000LL
+
+static void release_anchor(fm_Timer *t, int a)
 {
-    if (t->epoch[device] != NULL)
-        return 0;
-    if (timing_event(st, t, device, &t->epoch[device]) < 0)
+    struct fm_anchor *anchor = &t->anchors[a];
+    if (--anchor->users > 0 || t->current[anchor->device] == a)
+        return;
+    give_back_event(t, anchor->device, anchor->event);
+    anchor->event = NULL;
+}
+
+static int new_anchor(fm_state *st, fm_Timer *t, int device)
+{
+    int a = 0;
+    while (a < t->n_anchors && t->anchors[a].event != NULL)
+        a++;
+    if (a == t->cap_anchors) {
+        int cap = t->cap_anchors ? 2 * t->cap_anchors : 8;
+        struct fm_anchor *grown = PyMem_Realloc(t->anchors, (size_t)cap * sizeof *grown);
+        if (grown == NULL) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        t->anchors = grown;
+        t->cap_anchors = cap;
+    }
+    cudaEvent_t event;
+    cudaStream_t idle;
+    if (timing_event(st, t, device, &event) < 0)
         return -1;
-    FM_CUDA_CHECK(st, cudaEventRecord(t->epoch[device], stream), "recording a timing event");
-    t->epoch_host_ns[device] = now_ns();
+    cudaError_t err = cudaStreamCreateWithFlags(&idle, cudaStreamNonBlocking);
+    if (err == cudaSuccess) {
+        err = cudaEventRecord(event, idle);
+        int64_t host_ns = now_ns();
+        /* released once the event has run; nothing waits for it */
+        cudaError_t destroyed = cudaStreamDestroy(idle);
+        if (err == cudaSuccess)
+            err = destroyed;
+        t->anchors[a] = (struct fm_anchor){event, host_ns, device, 0};
+    }
+    if (err != cudaSuccess) {
+        give_back_event(t, device, event);
+        if (a < t->n_anchors)
+            t->anchors[a].event = NULL;
+        return fm_cuda_fail(st, err, "recording the timer's clock anchor");
+    }
+    if (a == t->n_anchors)
+        t->n_anchors++;
+    int old = t->current[device];
+    t->current[device] = a;
+    if (old >= 0 && t->anchors[old].users == 0) {
+        give_back_event(t, device, t->anchors[old].event);
+        t->anchors[old].event = NULL;
+    }
+    return 0;
+}
+
+/* Gives record `r` the device's current anchor, taking a new one when it is
+ * older than FM_ANCHOR_NS. */
+static int anchor_record(fm_state *st, fm_Timer *t, fm_record *r)
+{
+    if (r->anchor >= 0)
+        return 0;
+    int a = t->current[r->device];
+    if ((a < 0 || r->host_start_ns - t->anchors[a].host_ns > FM_ANCHOR_NS)
+        && new_anchor(st, t, r->device) < 0)
+        return -1;
+    r->anchor = t->current[r->device];
+    t->anchors[r->anchor].users++;
     return 0;
 }
 
@@ -135,7 +205,7 @@ int fm_call_gpu_queue(fm_state *st, fm_call *call)
         return 0;
     if (t->events[r->device].n < 4)
         reclaim(t, r->device);
-    if (ensure_epoch(st, t, r->device, call->stream->handle) < 0
+    if (anchor_record(st, t, r) < 0
         || timing_event(st, t, r->device, &t->records[call->record].queued) < 0)
         return -1;
     r = &t->records[call->record];
@@ -155,7 +225,7 @@ int fm_call_gpu_begin(fm_state *st, fm_call *call)
     fm_record *r = &t->records[call->record];
     if (t->events[r->device].n < 3)
         reclaim(t, r->device);
-    if (ensure_epoch(st, t, r->device, call->stream->handle) < 0
+    if (anchor_record(st, t, r) < 0
         || (r->start == NULL && timing_event(st, t, r->device, &r->start) < 0)
         || (r->end == NULL && timing_event(st, t, r->device, &r->end) < 0))
         return -1;
@@ -164,11 +234,19 @@ int fm_call_gpu_begin(fm_state *st, fm_call *call)
     return 0;
 }
 
+void fm_call_gpu_submitted(fm_call *call)
+{
+    fm_Timer *t = call->timer;
+    if (t != NULL && t->records[call->record].submitted_ns == 0)
+        t->records[call->record].submitted_ns = now_ns();
+}
+
 int fm_call_gpu_end(fm_state *st, fm_call *call)
 {
     fm_Timer *t = call->timer;
     if (t == NULL || call->stream == NULL || t->records[call->record].start == NULL)
         return 0;
+    fm_call_gpu_submitted(call);
     FM_CUDA_CHECK(st, cudaEventRecord(t->records[call->record].end, call->stream->handle),
                   "recording a timing event");
     t->records[call->record].ended = 1;
@@ -322,6 +400,8 @@ static PyObject *Timer_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
     self->sync = sync;
     self->nvtx = nvtx;
     self->open = -1;
+    for (int d = 0; d < FM_MAX_DEVICES; d++)
+        self->current[d] = -1;
     return (PyObject *)self;
 }
 
@@ -329,16 +409,20 @@ static PyObject *Timer_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
 static int read_record(fm_Timer *t, fm_record *r)
 {
     float ms = 0.0f, start_ms = 0.0f, queued_ms = -1.0f;
+    cudaEvent_t anchor = t->anchors[r->anchor].event;
     cudaError_t err = cudaEventElapsedTime(&ms, r->start, r->end);
     if (err == cudaSuccess)
-        err = cudaEventElapsedTime(&start_ms, t->epoch[r->device], r->start);
+        err = cudaEventElapsedTime(&start_ms, anchor, r->start);
     if (err == cudaSuccess && r->queued != NULL)
-        err = cudaEventElapsedTime(&queued_ms, t->epoch[r->device], r->queued);
+        err = cudaEventElapsedTime(&queued_ms, anchor, r->queued);
     if (err != cudaSuccess)
         return fm_cuda_fail(t->st, err, "reading the GPU time of %s", r->name);
     r->gpu_ms = ms;
     r->gpu_start_ms = start_ms;
     r->queued_ms = queued_ms;
+    r->anchor_host_ns = t->anchors[r->anchor].host_ns;
+    release_anchor(t, r->anchor);
+    r->anchor = -1;
     give_back_event(t, r->device, r->start);
     give_back_event(t, r->device, r->end);
     if (r->queued != NULL)
@@ -424,21 +508,21 @@ static PyObject *Timer_raw_records(PyObject *op, PyObject *Py_UNUSED(ignored))
         PyObject *gpu_start = Py_NewRef(Py_None), *queued = Py_NewRef(Py_None);
         if (r->gpu_ms >= 0 && r->device >= 0) {
             Py_DECREF(gpu_start);
-            gpu_start = PyLong_FromLongLong(t->epoch_host_ns[r->device]
+            gpu_start = PyLong_FromLongLong(r->anchor_host_ns
                                             + (long long)(r->gpu_start_ms * 1e6));
             if (r->queued_ms >= 0) {
                 Py_DECREF(queued);
-                queued = PyLong_FromLongLong(t->epoch_host_ns[r->device]
+                queued = PyLong_FromLongLong(r->anchor_host_ns
                                              + (long long)(r->queued_ms * 1e6));
             }
         }
         PyObject *item = Py_BuildValue(
-            "(szKiiiiiLLLNNNiNiKiLLLL)", r->name, r->activity, (unsigned long long)r->stream,
+            "(szKiiiiiLLLNNNiNiKiLLLLL)", r->name, r->activity, (unsigned long long)r->stream,
             r->device, r->height, r->width, r->channels, r->parent, (long long)r->host_start_ns,
             (long long)r->host_ns, (long long)r->waited_ns, gpu, gpu_start, causes, r->n_causes,
             queued, r->behind, (unsigned long long)r->behind_stream, r->session,
             (long long)r->wait_start_ns, (long long)r->bytes_read, (long long)r->bytes_written,
-            (long long)r->gil_ns);
+            (long long)r->gil_ns, (long long)(r->submitted_ns > 0 ? r->submitted_ns : 0));
         if (item == NULL) {
             Py_DECREF(list);
             return NULL;
@@ -461,11 +545,12 @@ static void drop_records(fm_Timer *t)
     t->n = 0;
     t->reclaimed = 0;
     t->open = -1;
-    for (int d = 0; d < FM_MAX_DEVICES; d++) {
-        if (t->epoch[d] != NULL)
-            (void)cudaEventDestroy(t->epoch[d]);
-        t->epoch[d] = NULL;
-    }
+    for (int a = 0; a < t->n_anchors; a++)
+        if (t->anchors[a].event != NULL)
+            (void)cudaEventDestroy(t->anchors[a].event);
+    t->n_anchors = 0;
+    for (int d = 0; d < FM_MAX_DEVICES; d++)
+        t->current[d] = -1;
 }
 
 static PyObject *Timer_reset(PyObject *op, PyObject *Py_UNUSED(ignored))
@@ -588,6 +673,9 @@ static PyObject *Timer_gpu_begin(PyObject *op, PyObject *args, PyObject *kwargs)
         r->session = session;
         if (start_ns > 0)
             r->host_start_ns = start_ns;
+        /* the span's work may be many operations: when the first was
+         * submitted is known only if the caller says (_gpu_submitted) */
+        r->submitted_ns = -1;
         fm_call call = {t, index, 0, stream, 0};
         if (fm_call_gpu_begin(t->st, &call) < 0)
             index = -1;
@@ -687,8 +775,10 @@ static PyObject *Timer_gpu_copies(PyObject *op, PyObject *args, PyObject *kwargs
                 r->host_start_ns = start_ns;
             fm_call call = {t, index, 0, stream, 0};
             rc = fm_call_gpu_begin(st, &call);
-            for (Py_ssize_t i = 0; i < n && rc == 0; i++)
+            for (Py_ssize_t i = 0; i < n && rc == 0; i++) {
                 rc = fm_gpumat_copy_queue(st, src[i], dst[i], stream, &call);
+                fm_call_gpu_submitted(&call);
+            }
             if (rc == 0)
                 rc = fm_call_gpu_end(st, &call);
             r = &t->records[index];
@@ -703,6 +793,23 @@ static PyObject *Timer_gpu_copies(PyObject *op, PyObject *args, PyObject *kwargs
 error:
     Py_DECREF(pairs);
     return index >= 0 ? PyLong_FromLong(index) : NULL;
+}
+
+/* _gpu_submitted(index): the first operation of span `index` has been
+ * submitted; the GPU's wait for the host before then is no part of it. */
+static PyObject *Timer_gpu_submitted(PyObject *op, PyObject *arg)
+{
+    fm_Timer *t = (fm_Timer *)op;
+    long index = PyLong_AsLong(arg);
+    if (index == -1 && PyErr_Occurred())
+        return NULL;
+    if (index < 0 || (size_t)index >= t->n || t->records[index].done) {
+        PyErr_SetString(PyExc_ValueError, "no open span with that index");
+        return NULL;
+    }
+    if (t->records[index].submitted_ns <= 0)
+        t->records[index].submitted_ns = now_ns();
+    Py_RETURN_NONE;
 }
 
 static PyObject *Timer_get_sync(PyObject *op, void *Py_UNUSED(closure))
@@ -737,6 +844,7 @@ static void Timer_dealloc(PyObject *op)
     drop_records(t);
     Py_CLEAR(t->names);
     PyMem_Free(t->records);
+    PyMem_Free(t->anchors);
     for (int d = 0; d < FM_MAX_DEVICES; d++)
         fm_event_stack_clear(&t->events[d]);
     tp->tp_free(op);
@@ -762,6 +870,9 @@ static PyMethodDef Timer_methods[] = {
      "_gpu_begin($self, name, activity, stream, shape, /, *, session=-1, host_start_ns=None)"
      "\n--\n\nStarts a GPU-timed record of work about to be queued on `stream` (a decoder's "
      "output copy); returns its index for _gpu_end."},
+    {"_gpu_submitted", Timer_gpu_submitted, METH_O,
+     "_gpu_submitted($self, index, /)\n--\n\nSays that span `index` has submitted its first "
+     "operation."},
     {"_gpu_copies", (PyCFunction)(void (*)(void))Timer_gpu_copies, METH_VARARGS | METH_KEYWORDS,
      "_gpu_copies($self, name, activity, stream, shape, pairs, /, *, session=-1, "
      "host_start_ns=None)\n--\n\nQueues the (src, dst) GpuMat copies `pairs` on `stream` "

@@ -351,6 +351,27 @@ def test_event_latency_is_taken_off_per_transition():
     assert [r.gpu_ms_raw for r in out] == [0.5, 0.2, 0.15, 0.2]
 
 
+def test_the_time_the_gpu_waited_for_the_host_to_launch_is_not_the_calls():
+    from fastmog.profiling import _probes as _profile_probes
+
+    b = Builder()
+    # an idle stream: the start event ran at 1.0 ms, the host submitted the
+    # kernel at 1.04 ms (its launch waited for a lock), the kernel took 0.2
+    b.add("BackgroundSubtractorMOG2.apply", "kernel mog2_apply", stream=1, host=(0.99, 0.06),
+          gpu=(1.0, 0.245))
+    # a busy stream: the host submitted long before the GPU got there
+    b.add("BackgroundSubtractorMOG2.apply", "kernel mog2_apply", stream=2, host=(0.5, 0.01),
+          gpu=(3.0, 0.205))
+    records = [dataclasses_replace(r, device=0, submitted=s * MS)
+               for r, s in zip(b.records, (1.04, 0.51))]
+    out = _profile_probes.corrected(records, bias_of=lambda device: {("idle", "kernel"): 0.005})
+    assert [round(r.gpu_ms, 6) for r in out] == [0.2, 0.2]
+    # without the submission time nothing is known of the host's part
+    out = _profile_probes.corrected([dataclasses_replace(r, submitted=None) for r in records],
+                                    bias_of=lambda device: {("idle", "kernel"): 0.005})
+    assert [round(r.gpu_ms, 6) for r in out] == [0.24, 0.2]
+
+
 def dataclasses_replace(r, **kw):
     import dataclasses
     return dataclasses.replace(r, **kw)

@@ -202,3 +202,33 @@ def test_gpu_copies_checks_every_pair_before_queuing_any(rng):
             t.gpu_copies("VideoReader.decode", "NVDEC output copy", s, pairs, (8, 8, 1))
     assert len(t.records) == 0
     assert not b.download(stream=s).any()
+
+
+def test_the_gpu_waiting_for_the_host_to_submit_is_left_out_of_the_window(rng):
+    # On a stream with nothing queued the start event runs at once; if the
+    # host then takes 5 ms to submit the work (a lock, another thread), the
+    # raw window holds those 5 ms and the work's own time does not.
+    s = fastmog.Stream()
+    a = fastmog.GpuMat.from_array(rng.integers(0, 255, (256, 256), dtype=np.uint8), stream=s)
+    b = fastmog.GpuMat((256, 256), np.uint8)
+    s.synchronize()
+    t = fastmog.Timer(nvtx=False)
+    for told in (True, False) * 3:
+        with t.gpu_span("VideoReader.decode", "NVDEC output copy", s, (256, 256, 1)) as span:
+            time.sleep(0.005)
+            a.copy_to(b, stream=s)
+            if told:
+                span.submitted()
+        s.synchronize()
+    records = t.records
+    t.calibrate = False
+    raw = t.records
+    told, untold = records[0::2], records[1::2]
+    for r, w in zip(told, raw[0::2]):
+        assert w.gpu_ms > 4.5 and r.gpu_ms_raw == w.gpu_ms
+        assert r.submitted is not None and r.submitted - w.gpu_start > 0.0045
+        assert r.gpu_ms < 0.5
+        assert r.gpu_start - w.gpu_start > 0.0045          # the work began after the wait
+    # a span that does not say when its work was submitted keeps its window
+    for r in untold:
+        assert r.submitted is None and r.gpu_ms > 4.5

@@ -204,7 +204,9 @@ def _measure_bias(device: int) -> dict:
     events bracket the op with the GPU's own latency (the launch or the
     engine switch after the start event, the flush before the end event):
     this is what a window holds beyond the op, minus a tiny op's true time
-    (about a microsecond)."""
+    (about a microsecond). The host's own time to launch, where the GPU
+    waited for it (host_lag_ms), is measured per call and left out here as
+    it is from every call's window."""
     s = _fastmog.Stream(device=device)
     big = _fastmog.GpuMat((8192, 8192, 3), np.uint8, device=device)
     tiny = _fastmog.GpuMat((1, 1, 3), np.uint8, device=device)
@@ -237,7 +239,7 @@ def _measure_bias(device: int) -> dict:
         for kind, op in ops.items():
             for before in ("idle", *befores):
                 windows = []
-                for _ in range(15):
+                for _ in range(31):     # its spread between processes was 3 us at 15
                     t.reset()
                     if before == "idle":
                         s.synchronize()
@@ -246,7 +248,8 @@ def _measure_bias(device: int) -> dict:
                         befores[before]()
                     op(t)
                     s.synchronize()
-                    windows.append(t._raw_records()[-1][11])
+                    raw = t._raw_records()[-1]
+                    windows.append(raw[11] - host_lag_ms(raw[12] / 1e9, raw[23] / 1e9))
                 out[(before, kind)] = sorted(windows)[len(windows) // 2]
     finally:
         s.synchronize()
@@ -256,6 +259,17 @@ def _measure_bias(device: int) -> dict:
     return out
 
 
+def host_lag_ms(gpu_start, submitted):
+    """How long the GPU had reached a call's start event before the host had
+    submitted its work (both on the host's clock, seconds; None: unknown):
+    on a stream with nothing queued the start event runs at once, and the
+    window then holds the host's own time to launch (tens of us when other
+    threads hold the driver's locks), which is no part of the work."""
+    if gpu_start is None or submitted is None:
+        return 0.0
+    return max(0.0, (submitted - gpu_start) * 1e3)
+
+
 def event_bias(device: int = 0) -> dict | None:
     """The measured latency of event timing per transition (see
     _measure_bias), once per process and device; None without a GPU."""
@@ -263,7 +277,8 @@ def event_bias(device: int = 0) -> dict | None:
 
 
 def corrected(records, bias_of=event_bias):
-    """The records with each GPU window less the event latency measured for
+    """The records with each GPU window less the time the GPU waited for the
+    host to submit the work (host_lag_ms) and the event latency measured for
     its transition (the previous op on its stream, or an idle stream); the
     raw time stays in gpu_ms_raw."""
     # each GPU record's predecessor on its stream, in GPU order (a nested
@@ -289,6 +304,10 @@ def corrected(records, bias_of=event_bias):
         if prev is not None and r.gpu_start - prev.gpu_end < 3e-6:
             before = _kind(prev.activity) or "kernel"
         cut = bias.get((before, kind), 0.0) if bias else 0.0
-        ms = max(r.gpu_ms - cut, 0.5 * r.gpu_ms)
-        out.append(dataclasses.replace(r, gpu_ms=ms, gpu_ms_raw=r.gpu_ms))
+        lag = min(host_lag_ms(r.gpu_start, r.submitted), r.gpu_ms)
+        own = r.gpu_ms - lag
+        ms = max(own - cut, 0.5 * own)
+        # the work began once the host had submitted it
+        out.append(dataclasses.replace(r, gpu_ms=ms, gpu_ms_raw=r.gpu_ms,
+                                       gpu_start=r.gpu_start + lag / 1e3))
     return out

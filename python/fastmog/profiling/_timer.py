@@ -31,7 +31,7 @@ class CallRecord:
     block, gil_ms the part of waited_ms after the GPU work was done (taking
     the GIL back from other Python threads), bytes_read/bytes_written the
     bytes its GPU work moves by fastmog's own count (frames, masks, the
-    model)."""
+    model), submitted (same clock) when the host had submitted that work."""
 
     index: int
     name: str
@@ -56,6 +56,8 @@ class CallRecord:
     bytes_written: int = 0
     gpu_ms_raw: float | None = None   # the events' own window, before the latency is taken off
     gil_ms: float = 0.0     # of waited_ms, after the GPU work was done: getting the GIL back
+    # host clock, once the call's GPU work was submitted; None without GPU work
+    submitted: float | None = None
 
     @property
     def gpu_end(self):
@@ -69,6 +71,7 @@ def _records(raw):
          gpu_ms, gpu_start_ns, causes, n_causes) = r[:15]
         queued_ns, behind, behind_stream, session, wait_ns, read, written, gil_ns = (
             r[15:23] if len(r) >= 23 else (None, -1, 0, -1, 0, 0, 0, 0))
+        submitted_ns = r[23] if len(r) >= 24 and gpu_start_ns is not None else 0
         out.append(CallRecord(
             index=i, name=name, activity=activity, stream=stream, device=device,
             shape=(h, w, c) if h > 0 else (), parent=None if parent < 0 else parent,
@@ -79,7 +82,8 @@ def _records(raw):
             behind=None if behind < 0 else behind, behind_stream=behind_stream,
             session=None if session < 0 else session,
             wait_start=wait_ns / 1e9 if wait_ns else None,
-            bytes_read=read, bytes_written=written, gil_ms=gil_ns / 1e6))
+            bytes_read=read, bytes_written=written, gil_ms=gil_ns / 1e6,
+            submitted=submitted_ns / 1e9 if submitted_ns else None))
     return out
 
 
@@ -175,7 +179,9 @@ class Timer(_fastmog._Timer):
                  host_start_ns=None, bytes_read=0, bytes_written=0):
         """A context manager timing, as record `name` with `activity`, the GPU
         work queued on `stream` inside it (a decoder's output copy): timer-owned
-        CUDA events, so the caller's own events may be re-recorded at will."""
+        CUDA events, so the caller's own events may be re-recorded at will.
+        Call the span's submitted() after queuing its first operation to
+        leave out the time the GPU then waited for the host."""
         return _GpuSpan(self, name, activity, stream, shape, session, host_start_ns,
                         bytes_read, bytes_written)
 
@@ -328,6 +334,12 @@ class _GpuSpan:
         begin = getattr(self.timer, "_gpu_begin")
         self.index = begin(*self.args, **self.kwargs)
         return self
+
+    def submitted(self):
+        """Says that the span's first operation has been queued: on a stream
+        the GPU reached before then, its wait for the host is left out of
+        the span's GPU time (as it is for fastmog's own calls)."""
+        self.timer._gpu_submitted(self.index)
 
     def __exit__(self, *exc):
         end = getattr(self.timer, "_gpu_end")
