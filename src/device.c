@@ -233,12 +233,21 @@ static PyObject *device_properties(PyObject *module, PyObject *args)
     char bus_id[32] = "";
     (void)cudaDeviceGetPCIBusId(bus_id, (int)sizeof bus_id, device);
     (void)cudaGetLastError();
-    return Py_BuildValue("{s:i,s:s,s:(ii),s:K,s:i,s:i,s:s}",
+    int least = 0, greatest = 0;
+    fm_device_guard guard;
+    if (fm_device_enter(st, device, &guard) < 0)
+        return NULL;
+    err = cudaDeviceGetStreamPriorityRange(&least, &greatest);
+    fm_device_exit(&guard);
+    if (err != cudaSuccess)
+        return fm_cuda_error(st, err, "reading the stream priority range of device %d", device);
+    return Py_BuildValue("{s:i,s:s,s:(ii),s:K,s:i,s:i,s:s,s:(ii)}",
                          "device", device, "name", p.name,
                          "compute_capability", p.major, p.minor,
                          "total_memory", (unsigned long long)p.totalGlobalMem,
                          "multiprocessors", p.multiProcessorCount,
-                         "l2_cache_bytes", p.l2CacheSize, "pci_bus_id", bus_id);
+                         "l2_cache_bytes", p.l2CacheSize, "pci_bus_id", bus_id,
+                         "stream_priorities", least, greatest);
 }
 
 static PyObject *mem_get_info(PyObject *module, PyObject *args)

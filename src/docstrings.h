@@ -31,7 +31,8 @@
 #define FM_DOC_DEVICE_PROPERTIES PyDoc_STR( \
     "device_properties($module, device=None, /)\n--\n\n" \
     "A dict describing a CUDA device: name, compute capability, memory,\n" \
-    "multiprocessors, L2 cache, PCI bus id.")
+    "multiprocessors, L2 cache, PCI bus id, and stream_priorities: the\n" \
+    "(least, greatest) priority a Stream may have (lower numbers run first).")
 
 #define FM_DOC_MEM_GET_INFO PyDoc_STR( \
     "mem_get_info($module, device=None, /)\n--\n\n" \

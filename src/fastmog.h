@@ -390,7 +390,7 @@ typedef struct fm_record {
     /* Bytes the call's GPU work reads and writes, by fastmog's own count
      * (frames, masks, the model: see fm_mog2_bytes). */
     int64_t bytes_read, bytes_written;
-    /* Host time once the call's GPU work was submitted (at its end event):
+    /* Host time the call's GPU work was handed to CUDA (fm_call_gpu_submitted):
      * on a stream the GPU reached before then, the window holds the wait for
      * the host, and the analysis takes it out (profiling/_probes.py). */
     int64_t submitted_ns;
@@ -437,8 +437,12 @@ int fm_call_begin(fm_state *st, fm_call *call, const char *name, const char *act
  * stream's device must be current). No-ops when not timed. */
 int fm_call_gpu_begin(fm_state *st, fm_call *call);
 int fm_call_gpu_end(fm_state *st, fm_call *call);
-/* The call's first GPU operation has been submitted (a call of several
- * launches says so after the first; gpu_end does for the others). */
+/* The call's first GPU operation is handed to CUDA: a kernel's launch once
+ * it returns (a call of several launches says so after the first; gpu_end
+ * does for the others); a copy right before its call, because a large copy
+ * reaches the GPU while its call still runs (in an NVDEC pipeline, the time
+ * after the call over-counted the host's part of a 12 MB device copy by
+ * about 7 us). */
 void fm_call_gpu_submitted(fm_call *call);
 /* Marks the point before the cross-stream waits a call is about to insert on
  * its stream (the device must be current). No-op when not timed. */

@@ -360,9 +360,12 @@ static PyObject *GpuMat_copy_to(PyObject *op, PyObject *args, PyObject *kwargs)
     if (begin_on_device(st, &call, "GpuMat.copy_to", "memcpy DtoD", timer, stream, &src->shape,
                         src->device, &guard) < 0)
         return NULL;
-    int rc = fm_gpumat_copy_use(st, src, dst, stream) < 0 || fm_call_gpu_begin(st, &call) < 0
-                     || fm_gpumat_copy_queue(st, src, dst, stream, &call) < 0
-                 ? -1 : fm_call_gpu_end(st, &call);
+    int rc = fm_gpumat_copy_use(st, src, dst, stream) < 0 ? -1 : fm_call_gpu_begin(st, &call);
+    if (rc == 0) {
+        fm_call_gpu_submitted(&call);           /* before a copy: see fastmog.h */
+        rc = fm_gpumat_copy_queue(st, src, dst, stream, &call) < 0 ? -1
+                                                                     : fm_call_gpu_end(st, &call);
+    }
     return end_on_device(st, &call, &guard, stream, rc == 0 ? Py_NewRef(Py_None) : NULL);
 }
 

@@ -775,10 +775,9 @@ static PyObject *Timer_gpu_copies(PyObject *op, PyObject *args, PyObject *kwargs
                 r->host_start_ns = start_ns;
             fm_call call = {t, index, 0, stream, 0};
             rc = fm_call_gpu_begin(st, &call);
-            for (Py_ssize_t i = 0; i < n && rc == 0; i++) {
+            fm_call_gpu_submitted(&call);       /* copies: see fastmog.h */
+            for (Py_ssize_t i = 0; i < n && rc == 0; i++)
                 rc = fm_gpumat_copy_queue(st, src[i], dst[i], stream, &call);
-                fm_call_gpu_submitted(&call);
-            }
             if (rc == 0)
                 rc = fm_call_gpu_end(st, &call);
             r = &t->records[index];

@@ -29,6 +29,7 @@ int fm_upload(fm_state *st, fm_GpuMat *dst, const fm_host_image *src, fm_Stream 
     }
     if (fm_call_gpu_begin(st, call) < 0)
         goto done;
+    fm_call_gpu_submitted(call);
     cudaError_t err = cudaMemcpy2DAsync(dst->data, dst->pitch, from, from_pitch, row_bytes,
                                         (size_t)dst->shape.height, cudaMemcpyHostToDevice,
                                         stream->handle);
@@ -87,6 +88,7 @@ PyObject *fm_download(fm_state *st, fm_GpuMat *src, const fm_host_image *dst, in
         fm_call_wait_end(st, call);
         if (rc < 0 || fm_call_gpu_begin(st, call) < 0)
             goto error;
+        fm_call_gpu_submitted(call);
         Py_BEGIN_ALLOW_THREADS
         err = cudaMemcpy2DAsync(to, pitch, src->data, src->pitch, row_bytes, (size_t)s->height,
                                 cudaMemcpyDeviceToHost, stream->handle);
@@ -102,6 +104,7 @@ PyObject *fm_download(fm_state *st, fm_GpuMat *src, const fm_host_image *dst, in
     else {
         if (fm_call_gpu_begin(st, call) < 0)
             goto error;
+        fm_call_gpu_submitted(call);
         err = cudaMemcpy2DAsync(to, pitch, src->data, src->pitch, row_bytes, (size_t)s->height,
                                 cudaMemcpyDeviceToHost, stream->handle);
         if (err == cudaSuccess

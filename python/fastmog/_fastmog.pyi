@@ -44,6 +44,7 @@ class _DeviceProperties(TypedDict):
     multiprocessors: int
     l2_cache_bytes: int
     pci_bus_id: str
+    stream_priorities: tuple[int, int]
 
 @type_check_only
 class _PoolStats(TypedDict):

@@ -33,6 +33,14 @@ def test_stream_options_and_validation():
         assert not s.closed
     with pytest.raises(ValueError, match="priority"):
         fastmog.Stream(priority=-1000)
+    # the range device_properties gives is the range Stream takes
+    least, greatest = fastmog.device_properties()["stream_priorities"]
+    assert greatest <= least
+    for p in (least, greatest):
+        fastmog.Stream(priority=p).close()
+    for p in (greatest - 1, least + 1):
+        with pytest.raises(ValueError, match=f"range \\[{greatest}, {least}\\]"):
+            fastmog.Stream(priority=p)
     with pytest.raises(ValueError, match="does not exist"):
         fastmog.Stream(device=fastmog.device_count())
     with pytest.raises(TypeError):

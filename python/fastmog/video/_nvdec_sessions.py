@@ -105,7 +105,12 @@ class _Session(threading.Thread):
         self.out = queue.Queue()             # (slot, pts), an exception, then _END
         self.free = queue.Queue()            # slots the consumer gave back
         self.slots, self.limit = [], _REORDER
-        self.stream = _fastmog.Stream(device=reader.device)
+        # The session's stream runs ahead of the consumer's: the decoder's
+        # output copy queued behind a MOG2 grid that fills the SMs would
+        # otherwise wait for all of that grid's blocks to be dispatched, and
+        # the decoder's surface with it
+        greatest = _fastmog.device_properties(reader.device)["stream_priorities"][1]
+        self.stream = _fastmog.Stream(device=reader.device, priority=greatest)
 
     def _slot(self):
         while True:
