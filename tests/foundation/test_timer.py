@@ -160,7 +160,12 @@ def test_cprofile_lines_up_in_sync_mode(rng, stream):
     # without sync: apply looks free, download carries the kernel
     assert plain["apply"] < 0.2 * apply_gpu
     assert plain["download"] > 0.8 * apply_gpu
-    assert "waiting on BackgroundSubtractorMOG2.apply" in t_async.report()
+    # the download's wait is charged to the kernel it waited for (beside the
+    # download's own copy, which may come first: each is about 1 ms here)
+    from fastmog.profiling import _analysis as pa
+    roots, _ = pa.Profile(t_async.records).host_causes()["GpuMat.download"]
+    assert roots.get("BackgroundSubtractorMOG2.apply", 0.0) > 0.3 * sum(roots.values()), roots
+    assert "BackgroundSubtractorMOG2.apply (" in t_async.report()
     # with sync: cProfile's apply is the GPU's apply; download is just the copy
     assert abs(synced["apply"] - apply_gpu) <= 0.1 * apply_gpu + overhead
     assert synced["download"] < download_gpu + 0.2 * apply_gpu + overhead
