@@ -193,7 +193,7 @@ class Timer(_fastmog._Timer):
         other thread can take the GIL inside the GPU window the way it can
         between gpu_span's entry and the work. Returns the record's index."""
         return self._gpu_copies(name, activity, stream, tuple(shape), pairs, session=session,
-                      host_start_ns=host_start_ns)
+                                host_start_ns=host_start_ns)
 
     def report(self, ceilings=None):
         """The nvprof-shaped summary as text, ending with the verdict."""
