@@ -2,8 +2,10 @@
 upload, apply, apply_batch, download and nv12_to_bgr on 4K frames, and with
 --clip the NVDEC decoder's output copy: a table fastmog | CUPTI |
 difference, the tolerance being 2 % or 3 us, whichever is larger. Also what
-an event pair costs by itself (on an idle and on a busy stream), and
-cProfile in sync mode against CUPTI for calls of 100 us or more.
+an event pair costs by itself (on an idle and on a busy stream), where a
+call's time goes on CUPTI's clock (fastmog's window, the runtime call, the
+GPU activity), and cProfile in sync mode against CUPTI for calls of 100 us
+or more.
 
     python benchmarks/cupti_check.py [--iters 200] [--clip VIDEO]
 
@@ -40,12 +42,12 @@ def cupti_trace(run):
     return sorted(trace["traceEvents"], key=lambda e: e.get("ts", 0))
 
 
-def cupti_durations(run):
+def cupti_durations(run, trace=None):
     """Runs `run()` under torch.profiler; {category: [us]} of the GPU
     activities CUPTI saw, in order: "HtoD", "DtoH", "DtoD", "memset" and
     each kernel by a short name."""
     out = {}
-    for e in cupti_trace(run):
+    for e in trace if trace is not None else cupti_trace(run):
         cat, name = e.get("cat", ""), e.get("name", "")
         if e.get("ph") != "X":
             continue
@@ -169,6 +171,66 @@ def event_pair_us(stream, busy_with=None, n=50):
     return sorted(times)[n // 2]
 
 
+def pct(v, q):
+    v = sorted(v)
+    return v[min(len(v) - 1, int(q * len(v)))] if v else float("nan")
+
+
+def print_call_path(label, timer, records, trace, api, gpu_match):
+    """Where one kind of call's time goes, on CUPTI's clock: fastmog's raw
+    window (W0..W1), the runtime API call CUPTI saw (A0..A1) and the GPU
+    activity it made (G0..G1), matched in order. fastmog's host clock is put
+    on CUPTI's by the median of A0 - submitted (copies are submitted right
+    before their call) or A1 - submitted (kernels: right after the launch).
+    Medians and p90 in us."""
+    raw = timer._raw_records()
+    calls = {e["args"]["correlation"]: e for e in trace
+             if e.get("cat") == "cuda_runtime" and api in e.get("name", "")
+             and "correlation" in e.get("args", {})}
+    pairs = sorted(((calls[e["args"]["correlation"]], e) for e in trace
+                    if e.get("ph") == "X" and gpu_match(e)
+                    and e.get("args", {}).get("correlation") in calls),
+                   key=lambda p: float(p[0]["ts"]))
+    recs = sorted((r for r in records if r.submitted is not None), key=lambda r: r.submitted)
+    if not recs or len(recs) != len(pairs):
+        print(f"  {label}: {len(recs)} records, {len(pairs)} API calls with GPU work: not matched")
+        return
+    copy = "Memcpy" in api
+    offset = pct([float(a["ts"]) + (0 if copy else float(a["dur"])) - r.submitted * 1e6
+                  for r, (a, g) in zip(recs, pairs)], 0.5)
+    cols = {"W0->A0": [], "A0->A1": [], "A1->G0": [], "G0->G1": [], "G1->W1": [],
+            "W1-W0": [], "corr-CUPTI": []}
+    for r, (a, g) in zip(recs, pairs):
+        start_ns, ms = raw[r.index][12], raw[r.index][11]
+        w0 = start_ns / 1e3 + offset
+        w1 = w0 + ms * 1e3
+        a0, a1 = float(a["ts"]), float(a["ts"]) + float(a["dur"])
+        g0, g1 = float(g["ts"]), float(g["ts"]) + float(g["dur"])
+        for k, v in (("W0->A0", a0 - w0), ("A0->A1", a1 - a0), ("A1->G0", g0 - a1),
+                     ("G0->G1", g1 - g0), ("G1->W1", w1 - g1), ("W1-W0", w1 - w0),
+                     ("corr-CUPTI", r.gpu_ms * 1e3 - (g1 - g0))):
+            cols[k].append(v)
+    print(f"  {label} ({len(recs)} calls), us, median/p90: "
+          + ", ".join(f"{k} {pct(v, .5):+.2f}/{pct(v, .9):+.2f}" for k, v in cols.items()))
+
+
+def print_sync_path(label, records, cprofile_us=None):
+    """A sync-mode call's host time by fastmog's own record (host clock, us,
+    medians): entry to submitted, submitted to the GPU's start, the GPU
+    window, the GPU's end to return; and what cProfile counted beyond it."""
+    rs = [r for r in records if r.submitted is not None and r.gpu_start is not None]
+    if not rs:
+        return
+    cols = {"entry->submitted": [(r.submitted - r.host_start) * 1e6 for r in rs],
+            "submitted->GPU": [(r.gpu_start - r.submitted) * 1e6 for r in rs],
+            "GPU": [r.gpu_ms * 1e3 for r in rs],
+            "GPU end->return": [(r.host_start + r.host_ms / 1e3 - r.gpu_end) * 1e6 for r in rs],
+            "host": [r.host_ms * 1e3 for r in rs]}
+    extra = "" if cprofile_us is None else \
+        f"; cProfile - host {cprofile_us - mean(cols['host']):+.2f} (means)"
+    print(f"    {label}: " + ", ".join(f"{k} {pct(v, .5):.2f}" for k, v in cols.items()) + extra)
+
+
 def main():
     iters = int(sys.argv[sys.argv.index("--iters") + 1]) if "--iters" in sys.argv else 200
     rng = np.random.default_rng(1)
@@ -263,6 +325,12 @@ def main():
             print("  output copy medians: fastmog %.2f us, CUPTI %.2f us; fastmog p90 %.2f, "
                   "max %.2f" % (ours[len(ours) // 2], theirs[len(theirs) // 2],
                                 ours[len(ours) * 9 // 10], ours[-1]))
+        print_call_path("NVDEC output copy", t, copies, trace, "Memcpy",
+                        lambda e: e.get("cat") == "gpu_memcpy")
+        print_call_path("apply in the NVDEC run", t,
+                        [r for r in t.records if r.name == "BackgroundSubtractorMOG2.apply"],
+                        trace, "LaunchKernel",
+                        lambda e: e.get("cat") == "kernel" and "mog2_apply" in e.get("name", ""))
         rows.append(("NVDEC output copy", [r.gpu_ms * 1e3 for r in copies],
                      [(r.gpu_ms_raw if r.gpu_ms_raw is not None else r.gpu_ms) * 1e3
                       for r in copies], spans))
@@ -300,7 +368,17 @@ def main():
     # durations of the sync loop come from a pass under CUPTI; cProfile times
     # a pass of its own, untraced: CUPTI records every API call (each poll of
     # a stream too), and that host cost would be charged to the calls.
-    sync_cupti = cupti_durations(lambda: loop(fastmog.Timer(sync=True, nvtx=False), iters))
+    ts = fastmog.Timer(sync=True, nvtx=False)
+    trace = cupti_trace(lambda: loop(ts, iters))
+    sync_cupti = cupti_durations(lambda: None, trace)
+    print("sync mode under CUPTI, per call:")
+    for method, api, match in (
+            ("upload", "Memcpy", lambda e: "HtoD" in e.get("name", "")),
+            ("apply", "LaunchKernel", lambda e: "mog2_apply" in e.get("name", "")),
+            ("download", "Memcpy", lambda e: "DtoH" in e.get("name", ""))):
+        print_call_path(method, ts, [r for r in ts.records if r.name.endswith("." + method)],
+                        trace, api, lambda e, m=match: e.get("ph") == "X" and m(e)
+                        and e.get("cat") in ("kernel", "gpu_memcpy"))
     t = fastmog.Timer(sync=True, nvtx=False)
     pr = cProfile.Profile()
     pr.enable()
@@ -318,6 +396,7 @@ def main():
         per = cum / calls * 1e6
         c = mean(sync_cupti.get(key, []))
         print(f"  {method:9s} cProfile {per:9.2f}  CUPTI {c:9.2f}  {100 * (per - c) / c:+6.2f}%")
+        print_sync_path(method, [r for r in t.records if r.name.endswith("." + method)], per)
     print("ALL WITHIN TOLERANCE" if ok else "SOME OUTSIDE TOLERANCE")
 
 

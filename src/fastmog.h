@@ -54,12 +54,16 @@ typedef struct fm_pending_release {
     cudaEvent_t events[FM_RELEASE_FENCES_MAX];
     int n_events;
     int device;
+    uint64_t stream;                /* fm_Stream.serial of the one stream its events
+                                     * were recorded on (never reused), or 0 */
+    uint64_t serial;                /* fm_keepalive.next_serial when it was added */
     PyObject *obj;                  /* strong reference */
 } fm_pending_release;
 
 typedef struct fm_keepalive {
     fm_pending_release *items;      /* owned array */
     size_t n, cap;
+    uint64_t next_serial;
 } fm_keepalive;
 
 /* Events without timing, reused (fences, timing events of the timer). */
@@ -99,6 +103,12 @@ typedef struct fm_state {
     uint64_t next_stream_serial;    /* fm_Stream.serial of the next stream */
     void *mem_get_address_range;    /* the driver's cuMemGetAddressRange, found
                                        on first use (interop.c) */
+    struct fm_gates {               /* gate.c: made on first use, freed with the module */
+        uint32_t *word;             /* pinned, mapped; raised to each opened ticket */
+        void *wait_value;           /* the driver's cuStreamWaitValue32 */
+        uint32_t next;              /* the next ticket */
+        int unavailable;            /* the driver has no stream memory operations */
+    } gates;
 } fm_state;
 
 extern PyModuleDef fm_module_def;
@@ -321,8 +331,32 @@ void fm_keepalive_add_fences(fm_state *st, int device, const cudaEvent_t *fences
                              PyObject *obj);
 /* Releases the objects whose work is done. Never raises. */
 void fm_keepalive_sweep(fm_state *st);
+/* Where the list stands: taken before a wait, for the sweep after it. */
+uint64_t fm_keepalive_mark(fm_state *st);
+/* fm_keepalive_sweep after a wait, begun at `mark`, that found `stream` done:
+ * what was kept for work queued on that stream before then is released
+ * without asking the GPU, which a sweep does with an event query per item
+ * (a few us, where a sync-mode call is about to return). Never raises. */
+void fm_keepalive_sweep_after_wait(fm_state *st, const fm_Stream *stream, uint64_t mark);
 /* At module teardown: waits for each object's work, then drops it. */
 void fm_keepalive_clear(fm_state *st);
+
+/* ---- gate.c: a stream waits until the host has submitted what follows --- */
+
+typedef struct fm_gate {
+    uint32_t ticket;
+    int closed;             /* a wait is queued that only fm_gate_open ends */
+} fm_gate;
+
+/* Queues on `stream` (its device current) a wait that lasts until
+ * fm_gate_open(gate). Where the driver cannot, queues nothing and leaves
+ * gate->closed 0. A closed gate must be opened on every path before the
+ * caller returns, or the stream waits forever. */
+int fm_gate_close(fm_state *st, cudaStream_t stream, fm_gate *gate);
+/* Lets the GPU past the gate; nothing when it is not closed. Never fails. */
+void fm_gate_open(fm_state *st, fm_gate *gate);
+/* At module teardown: frees the gates' word. */
+void fm_gates_clear(fm_state *st);
 
 /* ---- pinned.c ---------------------------------------------------------- */
 
@@ -394,6 +428,8 @@ typedef struct fm_record {
      * on a stream the GPU reached before then, the window holds the wait for
      * the host, and the analysis takes it out (profiling/_probes.py). */
     int64_t submitted_ns;
+    int gated;                  /* the window opened behind a gate (gate.c): the GPU
+                                 * reached it only once the work was submitted */
     int done;                   /* the call has ended: no more events will be recorded */
     int ended;                  /* `end` was recorded (it is taken before `start` is) */
 } fm_record;
@@ -427,6 +463,8 @@ typedef struct fm_call {
     int nvtx;                   /* a range was pushed */
     fm_Stream *stream;          /* borrowed, or NULL for host-only calls */
     int64_t wait_start;
+    int drained;                /* the call waited for its stream after its last
+                                 * queued work: sync mode need not wait again */
 } fm_call;
 
 /* Starts a call. `timer_arg` is the call's timer= argument (NULL or None:

@@ -112,6 +112,8 @@ int fm_keepalive_add(fm_state *st, fm_Stream *stream, PyObject *obj)
     item->events[0] = event;
     item->n_events = 1;
     item->device = stream->device;
+    item->stream = stream->serial;
+    item->serial = list->next_serial++;
     item->obj = Py_NewRef(obj);
     return 0;
 }
@@ -135,10 +137,15 @@ void fm_keepalive_add_fences(fm_state *st, int device, const cudaEvent_t *fences
         item->events[i] = fences[i];
     item->n_events = n;
     item->device = device;
+    item->stream = 0;
+    item->serial = list->next_serial++;
     item->obj = Py_NewRef(obj);
 }
 
-void fm_keepalive_sweep(fm_state *st)
+/* Releases the items found done: with `stream` 0 by asking the GPU about
+ * each, else those kept for the stream of that serial before `mark`, known
+ * done. */
+static void release_done(fm_state *st, uint64_t stream, uint64_t mark)
 {
     fm_keepalive *list = &st->keepalive;
     if (list->n == 0)
@@ -152,8 +159,14 @@ void fm_keepalive_sweep(fm_state *st)
     for (size_t i = 0; i < list->n; i++) {
         fm_pending_release item = list->items[i];
         cudaError_t err = n_done < BATCH ? cudaSuccess : cudaErrorNotReady;
-        for (int e = 0; e < item.n_events && err != cudaErrorNotReady; e++)
-            err = cudaEventQuery(item.events[e]);
+        if (stream != 0) {
+            if (item.stream != stream || item.serial >= mark)
+                err = cudaErrorNotReady;
+        }
+        else {
+            for (int e = 0; e < item.n_events && err != cudaErrorNotReady; e++)
+                err = cudaEventQuery(item.events[e]);
+        }
         if (err == cudaErrorNotReady) {
             list->items[kept++] = item;
             continue;
@@ -168,6 +181,23 @@ void fm_keepalive_sweep(fm_state *st)
     list->n = kept;
     for (size_t i = 0; i < n_done; i++)
         Py_DECREF(done[i]);
+}
+
+void fm_keepalive_sweep(fm_state *st)
+{
+    release_done(st, 0, 0);
+}
+
+uint64_t fm_keepalive_mark(fm_state *st)
+{
+    return st->keepalive.next_serial;
+}
+
+void fm_keepalive_sweep_after_wait(fm_state *st, const fm_Stream *stream, uint64_t mark)
+{
+    if (stream != NULL && stream->serial != 0)
+        release_done(st, stream->serial, mark);
+    release_done(st, 0, 0);
 }
 
 void fm_keepalive_clear(fm_state *st)

@@ -113,6 +113,7 @@ static void module_free(void *module)
     fm_pinned_pool_clear(&st->pinned);
     fm_fences_clear(st);
     fm_device_pools_release(st);
+    fm_gates_clear(st);
 }
 
 /* The state holds CUDA handles and process-wide caches: one interpreter, with

@@ -19,13 +19,16 @@ PyObject *fm_synchronize(fm_state *st, const char *name, PyObject *timer, fm_Str
     }
     if (event != NULL)
         fm_call_wait_for_stream(&call, recorded_on);
+    const uint64_t mark = fm_keepalive_mark(st);
     fm_call_wait_begin(st, &call);
     int rc = event != NULL ? fm_wait_event(st, event, "waiting for an event")
                            : fm_wait_stream(st, stream, "synchronizing a stream");
     fm_call_wait_end(st, &call);
     fm_device_exit(&guard);
-    if (rc == 0)
-        fm_keepalive_sweep(st);
+    if (rc == 0) {
+        call.drained = event == NULL;
+        fm_keepalive_sweep_after_wait(st, event == NULL ? stream : NULL, mark);
+    }
     result = fm_call_end(st, &call, rc == 0 ? Py_NewRef(Py_None) : NULL);
 out:
     if (event == NULL)

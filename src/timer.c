@@ -59,6 +59,7 @@ int fm_call_begin(fm_state *st, fm_call *call, const char *name, const char *act
     call->nvtx = 0;
     call->stream = stream;
     call->wait_start = 0;
+    call->drained = 0;
     /* The common case: nothing to record. */
     if ((timer_arg == NULL || timer_arg == Py_None) && st->profiles_active == 0
         && !st->nvtx_enabled)
@@ -203,8 +204,6 @@ int fm_call_gpu_queue(fm_state *st, fm_call *call)
     fm_record *r = &t->records[call->record];
     if (r->queued != NULL || r->start != NULL)
         return 0;
-    if (t->events[r->device].n < 4)
-        reclaim(t, r->device);
     if (anchor_record(st, t, r) < 0
         || timing_event(st, t, r->device, &t->records[call->record].queued) < 0)
         return -1;
@@ -216,15 +215,17 @@ int fm_call_gpu_queue(fm_state *st, fm_call *call)
 
 /* Everything the window needs is taken before its start is recorded: between
  * the start event and the first launch (and between the last launch and the
- * end event) the host does nothing the GPU could count as the call's time. */
+ * end event) the host does nothing the GPU could count as the call's time.
+ * Events come back from read records after the end event (fm_call_gpu_end),
+ * while the GPU works: on a stream with nothing queued the host's time before
+ * the launch is the call's latency, and reading records costs a query and
+ * two elapsed-time calls each. */
 int fm_call_gpu_begin(fm_state *st, fm_call *call)
 {
     fm_Timer *t = call->timer;
     if (t == NULL || call->stream == NULL)
         return 0;
     fm_record *r = &t->records[call->record];
-    if (t->events[r->device].n < 3)
-        reclaim(t, r->device);
     if (anchor_record(st, t, r) < 0
         || (r->start == NULL && timing_event(st, t, r->device, &r->start) < 0)
         || (r->end == NULL && timing_event(st, t, r->device, &r->end) < 0))
@@ -247,9 +248,12 @@ int fm_call_gpu_end(fm_state *st, fm_call *call)
     if (t == NULL || call->stream == NULL || t->records[call->record].start == NULL)
         return 0;
     fm_call_gpu_submitted(call);
-    FM_CUDA_CHECK(st, cudaEventRecord(t->records[call->record].end, call->stream->handle),
+    fm_record *r = &t->records[call->record];
+    FM_CUDA_CHECK(st, cudaEventRecord(r->end, call->stream->handle),
                   "recording a timing event");
-    t->records[call->record].ended = 1;
+    r->ended = 1;
+    if (t->events[r->device].n < 16)
+        reclaim(t, r->device);
     return 0;
 }
 
@@ -345,7 +349,7 @@ void fm_call_wait_end(fm_state *st, fm_call *call)
 PyObject *fm_call_end(fm_state *st, fm_call *call, PyObject *result)
 {
     fm_Timer *t = call->timer;
-    if (t != NULL && result != NULL && t->sync && call->stream != NULL) {
+    if (t != NULL && result != NULL && t->sync && call->stream != NULL && !call->drained) {
         /* Sync mode: the call returns when its own stream is done, so host
          * profilers charge the GPU time to the call that caused it. */
         fm_call_wait_begin(st, call);
@@ -517,12 +521,13 @@ static PyObject *Timer_raw_records(PyObject *op, PyObject *Py_UNUSED(ignored))
             }
         }
         PyObject *item = Py_BuildValue(
-            "(szKiiiiiLLLNNNiNiKiLLLLL)", r->name, r->activity, (unsigned long long)r->stream,
+            "(szKiiiiiLLLNNNiNiKiLLLLLi)", r->name, r->activity, (unsigned long long)r->stream,
             r->device, r->height, r->width, r->channels, r->parent, (long long)r->host_start_ns,
             (long long)r->host_ns, (long long)r->waited_ns, gpu, gpu_start, causes, r->n_causes,
             queued, r->behind, (unsigned long long)r->behind_stream, r->session,
             (long long)r->wait_start_ns, (long long)r->bytes_read, (long long)r->bytes_written,
-            (long long)r->gil_ns, (long long)(r->submitted_ns > 0 ? r->submitted_ns : 0));
+            (long long)r->gil_ns, (long long)(r->submitted_ns > 0 ? r->submitted_ns : 0),
+            r->gated);
         if (item == NULL) {
             Py_DECREF(list);
             return NULL;
@@ -676,7 +681,7 @@ static PyObject *Timer_gpu_begin(PyObject *op, PyObject *args, PyObject *kwargs)
         /* the span's work may be many operations: when the first was
          * submitted is known only if the caller says (_gpu_submitted) */
         r->submitted_ns = -1;
-        fm_call call = {t, index, 0, stream, 0};
+        fm_call call = {.timer = t, .record = index, .stream = stream};
         if (fm_call_gpu_begin(t->st, &call) < 0)
             index = -1;
     }
@@ -704,7 +709,7 @@ static PyObject *Timer_gpu_end(PyObject *op, PyObject *args, PyObject *kwargs)
     fm_device_guard guard;
     if (fm_device_enter(t->st, stream->device, &guard) < 0)
         return NULL;
-    fm_call call = {t, index, 0, stream, 0};
+    fm_call call = {.timer = t, .record = index, .stream = stream};
     int rc = fm_call_gpu_end(t->st, &call);
     fm_device_exit(&guard);
     if (rc < 0)
@@ -773,14 +778,22 @@ static PyObject *Timer_gpu_copies(PyObject *op, PyObject *args, PyObject *kwargs
             r->session = session;
             if (start_ns > 0)
                 r->host_start_ns = start_ns;
-            fm_call call = {t, index, 0, stream, 0};
-            rc = fm_call_gpu_begin(st, &call);
+            fm_call call = {.timer = t, .record = index, .stream = stream};
+            /* The copies' window opens behind a gate, opened once they and
+             * the end event are queued: see gate.c. */
+            fm_gate gate;
+            rc = fm_gate_close(st, stream->handle, &gate);
+            if (rc == 0)
+                rc = fm_call_gpu_begin(st, &call);
             fm_call_gpu_submitted(&call);       /* copies: see fastmog.h */
             for (Py_ssize_t i = 0; i < n && rc == 0; i++)
                 rc = fm_gpumat_copy_queue(st, src[i], dst[i], stream, &call);
             if (rc == 0)
                 rc = fm_call_gpu_end(st, &call);
+            const int gated = gate.closed && rc == 0;
+            fm_gate_open(st, &gate);
             r = &t->records[index];
+            r->gated = gated;
             r->host_ns = now_ns() - r->host_start_ns;
             r->done = 1;
             if (rc < 0)

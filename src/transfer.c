@@ -99,6 +99,7 @@ PyObject *fm_download(fm_state *st, fm_GpuMat *src, const fm_host_image *dst, in
             Py_BEGIN_ALLOW_THREADS
             err = cudaStreamSynchronize(stream->handle);
             Py_END_ALLOW_THREADS
+            call->drained = err == cudaSuccess;
         }
     }
     else {
@@ -120,12 +121,14 @@ PyObject *fm_download(fm_state *st, fm_GpuMat *src, const fm_host_image *dst, in
         goto error;
     }
     if (pinned && blocking) {
+        const uint64_t mark = fm_keepalive_mark(st);
         fm_call_wait_begin(st, call);
         int rc = fm_wait_stream(st, stream, "waiting for a download");
         fm_call_wait_end(st, call);
         if (rc < 0)
             goto error;
-        fm_keepalive_sweep(st);
+        call->drained = 1;
+        fm_keepalive_sweep_after_wait(st, stream, mark);
     }
     Py_DECREF(buffer);
     return result;

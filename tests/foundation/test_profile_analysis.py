@@ -372,6 +372,28 @@ def test_the_time_the_gpu_waited_for_the_host_to_launch_is_not_the_calls():
     assert [round(r.gpu_ms, 6) for r in out] == [0.24, 0.2]
 
 
+def test_a_gated_window_is_not_cut_for_the_host_and_takes_the_gates_latency():
+    from fastmog.profiling import _probes as _profile_probes
+
+    b = Builder()
+    # a decoder's output copy behind a gate, on an idle stream: the host's
+    # clock says it submitted the copy after the window opened (the anchors
+    # are good to a few us), but behind a gate the GPU cannot have waited
+    b.add("VideoReader.decode", "NVDEC output copy", stream=1, host=(0.99, 0.03),
+          gpu=(1.0, 0.012))
+    records = [dataclasses_replace(r, device=0, submitted=1.004 * MS, gated=True)
+               for r in b.records]
+    bias = {("gate", "DtoD"): 0.002, ("idle", "DtoD"): 0.008}
+    out = _profile_probes.corrected(records, bias_of=lambda device: bias)
+    assert round(out[0].gpu_ms, 6) == 0.010
+    assert out[0].gpu_start == records[0].gpu_start
+    # the same window ungated: the host's 4 us come off, then the idle
+    # stream's 8 us, down to the floor of half what is left
+    out = _profile_probes.corrected([dataclasses_replace(records[0], gated=False)],
+                                    bias_of=lambda device: bias)
+    assert round(out[0].gpu_ms, 6) == 0.004
+
+
 def dataclasses_replace(r, **kw):
     import dataclasses
     return dataclasses.replace(r, **kw)

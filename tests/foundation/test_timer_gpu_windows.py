@@ -189,6 +189,38 @@ def test_copies_timed_in_one_call_leave_out_another_threads_hold_on_the_gil(rng)
     np.testing.assert_array_equal(b.download(stream=s), a.download(stream=s))
 
 
+def test_copies_open_their_window_behind_a_gate_that_every_thread_opens(rng):
+    # Each gpu_copies waits on the GPU at a gate its call opens once the
+    # copies are queued. Gates share one word, raised to each ticket: threads
+    # opening theirs in any order never shut another's, and no stream stalls.
+    def worker(k, out):
+        s = fastmog.Stream()
+        src = fastmog.GpuMat.from_array(rng_k[k], stream=s)
+        dst = fastmog.GpuMat((32, 48), np.uint8)
+        t = fastmog.Timer(nvtx=False)
+        t.calibrate = False
+        for i in range(100):
+            t.gpu_copies("VideoReader.decode", "NVDEC output copy", s, [(src, dst)],
+                         (32, 48, 1), session=k)
+            if i % 10 == 0:
+                s.synchronize()
+        out[k] = (dst.download(stream=s), t.records)
+
+    rng_k = [rng.integers(0, 255, (32, 48), dtype=np.uint8) for _ in range(3)]
+    out = {}
+    threads = [threading.Thread(target=worker, args=(k, out)) for k in range(3)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join(timeout=60)
+    assert not any(th.is_alive() for th in threads), "a stream stalled at a gate"
+    for k in range(3):
+        got, records = out[k]
+        np.testing.assert_array_equal(got, rng_k[k])
+        assert len(records) == 100 and all(r.gated for r in records)
+        assert all(r.gpu_ms is not None and r.gpu_ms >= 0 for r in records)
+
+
 def test_gpu_copies_checks_every_pair_before_queuing_any(rng):
     s = fastmog.Stream()
     a = fastmog.GpuMat.from_array(rng.integers(0, 255, (8, 8), dtype=np.uint8), stream=s)

@@ -235,6 +235,7 @@ def _measure_bias(device: int) -> dict:
                "DtoH": lambda: block.download(block_out, stream=s, blocking=False),
                "DtoD": lambda: block.copy_to(block_copy, stream=s)}
     out = {}
+    gated = _fastmog.Stream(device=device)
     try:
         for kind, op in ops.items():
             for before in ("idle", *befores):
@@ -251,7 +252,23 @@ def _measure_bias(device: int) -> dict:
                     raw = t._raw_records()[-1]
                     windows.append(raw[11] - host_lag_ms(raw[12] / 1e9, raw[23] / 1e9))
                 out[(before, kind)] = sorted(windows)[len(windows) // 2]
+        # a gated copy (Timer.gpu_copies), on a stream of its own: its window
+        # opens once the host has submitted it, so nothing of the host's is
+        # in it (gate.c)
+        windows = []
+        for _ in range(31):
+            t.reset()
+            gated.synchronize()
+            t._gpu_copies("probe", "memcpy DtoD", gated, (1, 16, 1), [(small, other)])
+            gated.synchronize()
+            raw = t._raw_records()[-1]
+            if raw[24]:
+                windows.append(raw[11])
+        if windows:
+            out[("gate", "DtoD")] = sorted(windows)[len(windows) // 2]
     finally:
+        gated.synchronize()
+        gated.close()
         s.synchronize()
         for m in (big, tiny, small, other, block, block_copy):
             m.close()
@@ -300,11 +317,12 @@ def corrected(records, bias_of=event_bias):
             continue
         bias = bias_of(r.device)
         prev = previous.get(r.index)
-        before = "idle"
+        before = "gate" if r.gated else "idle"
         if prev is not None and r.gpu_start - prev.gpu_end < 3e-6:
             before = _kind(prev.activity) or "kernel"
         cut = bias.get((before, kind), 0.0) if bias else 0.0
-        lag = min(host_lag_ms(r.gpu_start, r.submitted), r.gpu_ms)
+        # behind a gate the GPU reached the window once the work was submitted
+        lag = 0.0 if r.gated else min(host_lag_ms(r.gpu_start, r.submitted), r.gpu_ms)
         own = r.gpu_ms - lag
         ms = max(own - cut, 0.5 * own)
         # the work began once the host had submitted it

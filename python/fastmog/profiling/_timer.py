@@ -58,6 +58,9 @@ class CallRecord:
     gil_ms: float = 0.0     # of waited_ms, after the GPU work was done: getting the GIL back
     # host clock, once the call's GPU work was submitted; None without GPU work
     submitted: float | None = None
+    # the window opened behind a gate the host opened once the work was
+    # submitted (Timer.gpu_copies): no wait for the host is in it
+    gated: bool = False
 
     @property
     def gpu_end(self):
@@ -83,7 +86,8 @@ def _records(raw):
             session=None if session < 0 else session,
             wait_start=wait_ns / 1e9 if wait_ns else None,
             bytes_read=read, bytes_written=written, gil_ms=gil_ns / 1e6,
-            submitted=submitted_ns / 1e9 if submitted_ns else None))
+            submitted=submitted_ns / 1e9 if submitted_ns else None,
+            gated=bool(r[24]) if len(r) >= 25 else False))
     return out
 
 
