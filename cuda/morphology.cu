@@ -29,7 +29,7 @@ template <bool Dilate>
 __global__ void morphology_kernel(const unsigned char *__restrict__ src, size_t src_pitch,
                                   unsigned char *__restrict__ dst, size_t dst_pitch,
                                   int width, int height, fm_morph_element element,
-                                  int reach_x, int reach_y)
+                                  int reach_x, int reach_y, int binarize)
 {
     extern __shared__ unsigned char tile[];
     const unsigned char neutral = Dilate ? 0 : 255;
@@ -42,7 +42,13 @@ __global__ void morphology_kernel(const unsigned char *__restrict__ src, size_t 
         const unsigned char *src_row = src + (size_t)(row_inside ? y : 0) * src_pitch;
         for (int tx = (int)threadIdx.x; tx < shared_w; tx += (int)blockDim.x) {
             const int x = x0 + tx;
-            tile[ty * shared_w + tx] = row_inside && x >= 0 && x < width ? src_row[x] : neutral;
+            unsigned char v = neutral;
+            if (row_inside && x >= 0 && x < width) {
+                v = src_row[x];
+                if (binarize >= 0)
+                    v = v == binarize ? 255 : 0;
+            }
+            tile[ty * shared_w + tx] = v;
         }
     }
     __syncthreads();
@@ -92,12 +98,12 @@ bool runs_fit(const fm_morph_element &e, int *reach_x, int *reach_y)
 
 extern "C" cudaError_t fm_launch_morphology(fm_image src, fm_image dst,
                                             const fm_morph_element *element, int dilate,
-                                            cudaStream_t stream)
+                                            int binarize, cudaStream_t stream)
 {
     int reach_x, reach_y;
     if (element == nullptr || !runs_fit(*element, &reach_x, &reach_y) || !is_u8_plane(src)
         || !is_u8_plane(dst) || src.width != dst.width || src.height != dst.height
-        || src.width <= 0 || src.height <= 0)
+        || src.width <= 0 || src.height <= 0 || binarize > 255)
         return cudaErrorInvalidValue;
     const dim3 grid(fm_div_up((unsigned)src.width, kTileW),
                     fm_div_up((unsigned)src.height, kTileH));
@@ -109,6 +115,6 @@ extern "C" cudaError_t fm_launch_morphology(fm_image src, fm_image dst,
     kernel<<<grid, kBlock, shared, stream>>>(static_cast<const unsigned char *>(src.data),
                                              src.pitch, static_cast<unsigned char *>(dst.data),
                                              dst.pitch, src.width, src.height, *element,
-                                             reach_x, reach_y);
+                                             reach_x, reach_y, binarize);
     return cudaGetLastError();
 }

@@ -34,12 +34,15 @@ extern "C" {
 /*
  * dst = erosion (dilate = 0: the minimum over the element) or dilation (the
  * maximum) of src; pixels outside the image count as 255 for an erosion and
- * 0 for a dilation, so they never decide. src and dst: the same W x H, one
- * channel, elem_size 1; they must not overlap. The element's runs must lie
- * within FM_MORPH_MAX_SIDE / 2 of the anchor.
+ * 0 for a dilation, so they never decide. With binarize 0 to 255, src is
+ * read as 255 where it equals that value and 0 elsewhere (a subtractor's
+ * mask, shadows 127, made binary in the same pass); -1 reads it as it is.
+ * src and dst: the same W x H, one channel, elem_size 1; they must not
+ * overlap. The element's runs must lie within FM_MORPH_MAX_SIDE / 2 of the
+ * anchor.
  */
 cudaError_t fm_launch_morphology(fm_image src, fm_image dst, const fm_morph_element *element,
-                                 int dilate, cudaStream_t stream);
+                                 int dilate, int binarize, cudaStream_t stream);
 
 #ifdef __cplusplus
 }

@@ -342,11 +342,19 @@
 
 #define FM_DOC_MORPHOLOGY PyDoc_STR( \
     "_morphology($module, mask, element, op, iterations, /, *, stream, out=None,\n" \
-    "            timer=None)\n--\n\n" \
+    "            foreground=-1, timer=None)\n--\n\n" \
     "As _cpu_morphology on the GPU, queued on `stream`: the mask is a GpuMat, any\n" \
     "producer's device memory or a numpy array (uploaded); returns a new GpuMat,\n" \
     "or writes `out` (a GpuMat, which may be the mask itself). fastmog.morphology\n" \
     "builds the element and checks the names.")
+
+#define FM_DOC_CONNECTED_COMPONENTS PyDoc_STR( \
+    "_connected_components($module, mask, connectivity, min_area, foreground, /, *,\n" \
+    "                      stream, zone=None, timer=None)\n--\n\n" \
+    "As _cpu_connected_components on the GPU, queued on `stream` (the mask a GpuMat,\n" \
+    "any producer's device memory or a numpy array, uploaded), of the pixels also\n" \
+    "nonzero in `zone` if given: (stats, centroids, pixels of every region). Waits\n" \
+    "for its own copy of the regions' rows only.")
 
 #define FM_DOC_CPU_CONNECTED_COMPONENTS PyDoc_STR( \
     "_cpu_connected_components($module, mask, connectivity, min_area, foreground,\n" \

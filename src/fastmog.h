@@ -103,6 +103,8 @@ typedef struct fm_state {
     uint64_t next_stream_serial;    /* fm_Stream.serial of the next stream */
     void *mem_get_address_range;    /* the driver's cuMemGetAddressRange, found
                                        on first use (interop.c) */
+    size_t components_rows;         /* regions the last connected_components found:
+                                       rows read with the count next time */
     struct fm_gates {               /* gate.c: made on first use, freed with the module */
         uint32_t *word;             /* pinned, mapped; raised to each opened ticket */
         void *wait_value;           /* the driver's cuStreamWaitValue32 */
@@ -794,6 +796,7 @@ extern PyMethodDef fm_nv12_cpu_methods[];
 extern PyMethodDef fm_morphology_methods[];
 extern PyMethodDef fm_morphology_cpu_methods[];
 extern PyMethodDef fm_components_cpu_methods[];
+extern PyMethodDef fm_components_methods[];
 
 
 #endif

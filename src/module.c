@@ -31,7 +31,7 @@ static PyMethodDef *const method_tables[] = {
     fm_nvtx_methods, fm_timer_methods, fm_mog2_params_methods, fm_mog2_methods_module,
     fm_mog2_cpu_methods_module, fm_nv12_methods,
     fm_nv12_cpu_methods, fm_morphology_methods, fm_morphology_cpu_methods,
-    fm_components_cpu_methods,
+    fm_components_cpu_methods, fm_components_methods,
 };
 
 static int module_exec(PyObject *module)

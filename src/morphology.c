@@ -82,7 +82,8 @@ static int overlap(const fm_image *a, const fm_image *b)
  * `call` hears when the first pass is submitted. */
 static cudaError_t queue_passes(fm_image src, fm_image dst, fm_image scratch, fm_image result,
                                 int in_place, const fm_morph_element *e, int op,
-                                int iterations, cudaStream_t stream, fm_call *call)
+                                int iterations, int binarize, cudaStream_t stream,
+                                fm_call *call)
 {
     const int passes = op <= OP_DILATE ? iterations : 2 * iterations;
     const fm_image last = in_place ? result : dst;
@@ -92,7 +93,7 @@ static cudaError_t queue_passes(fm_image src, fm_image dst, fm_image scratch, fm
          * k never writes what it reads */
         fm_image to = (passes - 1 - k) % 2 == 0 ? last : scratch;
         cudaError_t err = fm_launch_morphology(from, to, e, pass_dilates(op, iterations, k),
-                                               stream);
+                                               k == 0 ? binarize : -1, stream);
         fm_call_gpu_submitted(call);
         if (err != cudaSuccess)
             return err;
@@ -107,20 +108,25 @@ static cudaError_t queue_passes(fm_image src, fm_image dst, fm_image scratch, fm
 
 static PyObject *morphology(PyObject *module, PyObject *args, PyObject *kwargs)
 {
-    static char *kwlist[] = {"", "", "", "", "stream", "out", "timer", NULL};
+    static char *kwlist[] = {"", "", "", "", "stream", "out", "foreground", "timer", NULL};
     static const fm_image_rule mask_rule = {FM_DTYPE_BIT(NPY_UINT8), FM_CHANNELS_BIT(1)};
     fm_state *st = fm_state_of_module(module);
     PyObject *mask_arg, *element_arg, *stream_arg = NULL, *out_arg = Py_None, *timer = NULL;
-    int op, iterations;
+    int op, iterations, binarize = -1;
     fm_GpuMat *mask = NULL, *out = NULL, *scratch = NULL, *result = NULL;
     fm_morph_element element;
     fm_device_guard guard;
     fm_call call;
 
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOii|$OOO:_morphology", kwlist, &mask_arg,
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOii|$OOiO:_morphology", kwlist, &mask_arg,
                                      &element_arg, &op, &iterations, &stream_arg, &out_arg,
-                                     &timer))
+                                     &binarize, &timer))
         return NULL;
+    if (binarize < -1 || binarize > 255) {
+        PyErr_Format(PyExc_ValueError, "foreground must be 0 to 255 (or -1: none), not %d",
+                     binarize);
+        return NULL;
+    }
     if (op < OP_ERODE || op > OP_CLOSE || iterations < 1 || iterations > MAX_ITERATIONS) {
         PyErr_Format(PyExc_ValueError, "op must be 0 to 3 and iterations from 1 to %d",
                      MAX_ITERATIONS);
@@ -173,7 +179,7 @@ static PyObject *morphology(PyObject *module, PyObject *args, PyObject *kwargs)
         || fm_call_gpu_begin(st, &call) < 0)
         goto done;
     cudaError_t err = queue_passes(mi, oi, si, ri, in_place, &element, op, iterations,
-                                   stream->handle, &call);
+                                   binarize, stream->handle, &call);
     if (err != cudaSuccess) {
         fm_cuda_error(st, err, "a morphology pass on a %dx%d mask", shape.height, shape.width);
         goto done;

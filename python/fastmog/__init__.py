@@ -38,6 +38,8 @@ from ._device_pointer import DevicePointer
 from ._diagnose import diagnose
 from .profiling import CallRecord, Timer, nvtx_range, profile
 from ._morphology import morphology
+from ._components import connected_components
+from ._motion_detector import MotionDetector
 from ._pipeline import pipeline
 from ._snapshot import load_snapshot, save_snapshot
 from .video import DecodeError, VideoFrame, VideoReader
@@ -78,6 +80,8 @@ __all__ = [
     "BackgroundSubtractorMOG2",
     "load_snapshot",
     "morphology",
+    "connected_components",
+    "MotionDetector",
     "save_snapshot",
     "apply_cameras",
     "CallRecord",

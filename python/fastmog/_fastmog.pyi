@@ -404,8 +404,12 @@ def _cpu_morphology(mask: npt.NDArray[np.uint8], element: npt.NDArray[np.uint8],
                     iterations: int, /, *,
                     out: npt.NDArray[np.uint8] | None = None) -> npt.NDArray[np.uint8]: ...
 def _morphology(mask: _Frame, element: npt.NDArray[np.uint8], op: int, iterations: int, /,
-                *, stream: Stream, out: GpuMat | None = None,
+                *, stream: Stream, out: GpuMat | None = None, foreground: int = -1,
                 timer: _Timer | None = None) -> GpuMat: ...
+def _connected_components(
+        mask: _Frame, connectivity: int, min_area: int, foreground: int, /, *,
+        stream: Stream, zone: _Frame | None = None, timer: _Timer | None = None
+) -> tuple[npt.NDArray[np.int32], npt.NDArray[np.float64], int]: ...
 def _cpu_connected_components(
         mask: npt.NDArray[np.uint8], connectivity: int, min_area: int, foreground: int,
         labels: bool, /) -> tuple[npt.NDArray[np.int32], npt.NDArray[np.float64],

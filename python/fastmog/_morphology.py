@@ -6,16 +6,22 @@ from .motion import _element
 
 
 def morphology(mask, op, kernel=3, *, stream, shape="rect", iterations=1, out=None,
-               timer=None):
+               foreground=None, timer=None):
     """cv2.morphologyEx(mask, op, element, iterations=iterations) on the GPU,
     queued on `stream`: `mask` an H x W uint8 GpuMat (or any producer's device
     memory, or a numpy array, uploaded); op "erode", "dilate", "open" or
     "close"; kernel an int k (k x k), a (width, height) pair drawn as `shape`
     ("rect", "ellipse" or "cross"), or a 2-D array (nonzero = in), sides 1
     to 31. Returns a new GpuMat, or writes `out` (a GpuMat, which may be the
-    mask). Pixels outside the mask never decide (OpenCV's default border)."""
+    mask). Pixels outside the mask never decide (OpenCV's default border).
+    foreground: None, or a value 0-255: the mask is first made binary, 255
+    where it equals that value and 0 elsewhere (a subtractor's mask with its
+    shadows), in the same first pass, as
+    fastmog.cpu.morphology(np.where(mask == foreground, 255, 0), ...)."""
     code = _element.op_code(op)
     element = _element.structuring_element(kernel, shape)
     count = _element.iterations_count(iterations)
+    binarize = -1 if foreground is None else _element.whole_number(foreground, "foreground",
+                                                                   0, 255)
     return _fastmog._morphology(mask, element, code, count, stream=stream, out=out,
-                                timer=timer)
+                                foreground=binarize, timer=timer)

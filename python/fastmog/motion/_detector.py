@@ -1,8 +1,11 @@
 """The motion detector's logic, shared by its faces: options checked before
 any work, zones built at the first mask, each frame scored per zone from
 the cleaned mask and its regions, events segmented per zone. A face
-(fastmog.cpu.MotionDetector on the host) supplies the two image steps:
-_clean(mask) and _regions(mask)."""
+supplies the image steps: _measure(mask) gives the cleaned mask's
+foreground fraction and each zone's (score, regions); the host face
+(fastmog.cpu.MotionDetector) measures with numpy and its _clean and
+_regions, the GPU face (fastmog.MotionDetector) with the GPU's morphology
+and regions."""
 from __future__ import annotations
 
 import dataclasses
@@ -142,16 +145,11 @@ class Detector:
         appended to self.events."""
         self._check(mask)
         if self._zones is None:
-            self._build(mask.shape)
-        # uint8 scalars: the binary mask is made once, with no int64 copy
-        clean = self._clean(np.where(mask == self.foreground, np.uint8(255), np.uint8(0)))
-        fraction = float(np.count_nonzero(clean) / clean.size)
+            self._build(tuple(mask.shape[:2]))
+        fraction, measured = self._measure(mask)
         light = fraction > self.light_switch
         zones, ended = [], []
-        for zone, size, seg in zip(self._zones, self._sizes, self._segmenters):
-            inside = clean & zone
-            score = float(np.count_nonzero(inside) / size)
-            regions = self._regions(inside)
+        for (score, regions), seg in zip(measured, self._segmenters):
             motion = score >= self.threshold and not light
             box = None
             for x, y, w, h in regions.boxes.tolist():
@@ -170,6 +168,18 @@ class Detector:
         ended = [e for e in (s.finish() for s in self._segmenters or ()) if e is not None]
         self.events.extend(ended)
         return ended
+
+    def _measure(self, mask):
+        """(fraction, [(score, regions) per zone]) from numpy: the mask made
+        binary, cleaned (_clean), counted, cut by each zone (_regions)."""
+        # uint8 scalars: the binary mask is made once, with no int64 copy
+        clean = self._clean(np.where(mask == self.foreground, np.uint8(255), np.uint8(0)))
+        fraction = float(np.count_nonzero(clean) / clean.size)
+        measured = []
+        for zone, size in zip(self._zones, self._sizes):
+            inside = clean & zone
+            measured.append((float(np.count_nonzero(inside) / size), self._regions(inside)))
+        return fraction, measured
 
     def _clean(self, mask):
         raise NotImplementedError

@@ -1,0 +1,559 @@
+/* Connected components of a mask on the GPU, with each region's statistics,
+ * in OpenCV's numbering. Union-find over ranks (the order regions are
+ * numbered by: see Ranks) with atomicMin links, the larger root always under
+ * the smaller, so a region's root is its least rank; the roots, counted in
+ * rank order by a scan, give each region its number; a pass over the pixels
+ * gathers boxes, areas and coordinate sums, a warp's run of one region at a
+ * time; a second scan drops the regions under min_area and writes the rest
+ * as rows. Exact by construction: integers only. See components_launch.h. */
+#include <stdint.h>
+
+#include "components_launch.h"
+#include "grid.h"
+
+namespace {
+
+constexpr unsigned kFull = 0xffffffffu;
+constexpr int kThreads = 256;
+constexpr int kScanPer = 4;                       /* entries per thread of a scan block */
+constexpr int kScanBlock = kThreads * kScanPer;   /* entries per scan block */
+constexpr int kTotalsThreads = 1024;
+constexpr int kChunk = 8;                         /* pixels per thread when gathering */
+constexpr size_t kAlign = 256;
+
+/* A region while its pixels are gathered. */
+struct Stat {
+    int x0, y0, x1, y1, area, unused;
+    unsigned long long sum_x, sum_y;
+};
+
+/* Where pixel (x, y) comes in the order regions are numbered by. With
+ * 8-connectivity OpenCV's scan meets the image in 2x2 blocks, in raster
+ * order of blocks, and a region takes its number at its first block (two
+ * 8-connected regions never share a block): the rank is the block's index
+ * times 4 plus the pixel's place in it. With 4-connectivity it numbers
+ * regions by their first pixel: the rank is the raster index. */
+struct Ranks {
+    int width, height, eight, blocks_w;
+
+    __device__ int of(int x, int y) const
+    {
+        return eight ? (((y >> 1) * blocks_w + (x >> 1)) << 2) + ((y & 1) << 1) + (x & 1)
+                     : y * width + x;
+    }
+
+    __device__ void at(int r, int *x, int *y) const
+    {
+        if (eight) {
+            const int b = r >> 2;
+            *x = (b % blocks_w) * 2 + (r & 1);
+            *y = (b / blocks_w) * 2 + ((r >> 1) & 1);
+        }
+        else {
+            *x = r % width;
+            *y = r / width;
+        }
+    }
+};
+
+struct Layout {
+    size_t slots, regions, slot_blocks, region_blocks;
+};
+
+Layout layout_of(int width, int height, int connectivity)
+{
+    Layout l;
+    const size_t bw = ((size_t)width + 1) / 2, bh = ((size_t)height + 1) / 2;
+    l.slots = connectivity == 8 ? 4 * bw * bh : (size_t)width * height;
+    l.regions = connectivity == 8 ? bw * bh : ((size_t)width * height + 1) / 2;
+    l.slot_blocks = (l.slots + kScanBlock - 1) / kScanBlock;
+    l.region_blocks = (l.regions + kScanBlock - 1) / kScanBlock;
+    return l;
+}
+
+size_t aligned(size_t n)
+{
+    return (n + kAlign - 1) / kAlign * kAlign;
+}
+
+/* The scratch, carved in this order. */
+struct Work {
+    int *parent, *ids, *slot_totals;
+    Stat *stats;
+    int *keep_ids, *region_totals;
+};
+
+size_t carve(const Layout &l, char *base, Work *w)
+{
+    size_t at = 0;
+    auto take = [&](size_t bytes) {
+        char *p = base != nullptr ? base + at : nullptr;
+        at += aligned(bytes);
+        return p;
+    };
+    w->parent = (int *)take(l.slots * sizeof(int));
+    w->ids = (int *)take(l.slots * sizeof(int));
+    w->slot_totals = (int *)take(l.slot_blocks * sizeof(int));
+    w->stats = (Stat *)take(l.regions * sizeof(Stat));
+    w->keep_ids = (int *)take(l.regions * sizeof(int));
+    w->region_totals = (int *)take(l.region_blocks * sizeof(int));
+    return at;
+}
+
+/* The root of r's tree, read only: what the flattening pass takes, where a
+ * halving store could land after another thread's final one. */
+__device__ int find_root(const int *parent, int r)
+{
+    int up = parent[r];
+    while (up != r) {
+        r = up;
+        up = parent[r];
+    }
+    return r;
+}
+
+/* The root of r's tree, during the unions; each slot passed is pointed at
+ * its grandparent (path halving, as ECL-CC does): a plain store of an ancestor, so a link another
+ * thread makes meanwhile may be undone only for a slot whose own path still
+ * leads to that link's root (unite retries from the value atomicMin saw). */
+__device__ int find_halving(int *parent, int r)
+{
+    int up = parent[r];
+    while (up != r) {
+        const int next = parent[up];
+        if (next != up)
+            parent[r] = next;
+        r = up;
+        up = next;
+    }
+    return r;
+}
+
+/* Joins the trees of a and b: the larger root goes under the smaller; a
+ * link another thread changed first is followed and tried again. */
+__device__ void unite(int *parent, int a, int b)
+{
+    for (;;) {
+        a = find_halving(parent, a);
+        b = find_halving(parent, b);
+        if (a == b)
+            return;
+        if (a < b) {
+            const int old = atomicMin(&parent[b], a);
+            if (old == b)
+                return;
+            b = old;
+        }
+        else {
+            const int old = atomicMin(&parent[a], b);
+            if (old == a)
+                return;
+            a = old;
+        }
+    }
+}
+
+/* The lowest lane of this lane's run among `linked` (bit i: lane i joins
+ * lane i - 1; lane 0 never does). */
+__device__ int run_start(unsigned linked, int lane)
+{
+    const unsigned upto = lane == 31 ? kFull : (2u << lane) - 1u;
+    return 31 - __clz(~linked & upto);
+}
+
+/* 4-connectivity: each foreground pixel points at the first pixel of its
+ * horizontal run within its warp's 32 pixels, so a run is one tree before
+ * any union (a warp per 32 pixels of a row); background is -1. */
+/* Whether pixel (x, y), inside the image, is labelled. */
+struct Pixels {
+    const unsigned char *mask, *zone;
+    size_t pitch, zone_pitch;
+    unsigned char foreground;
+    __device__ bool operator()(int x, int y) const
+    {
+        return mask[(size_t)y * pitch + (size_t)x] == foreground
+               && (zone == nullptr || zone[(size_t)y * zone_pitch + (size_t)x] != 0);
+    }
+};
+
+__global__ void init4_kernel(Pixels pixels, int width, int height, int *parent)
+{
+    const int lane = (int)(threadIdx.x & 31);
+    const int x = (int)(blockIdx.x * blockDim.x + threadIdx.x);
+    const int y = (int)(blockIdx.y * blockDim.y + threadIdx.y);
+    if (y >= height)
+        return;                               /* whole warps leave together */
+    const bool fg = x < width && pixels(x, y);
+    const unsigned bits = __ballot_sync(kFull, fg);
+    const unsigned linked = bits & (bits << 1);
+    if (x < width)
+        parent[y * width + x] = fg ? y * width + (x - lane) + run_start(linked, lane) : -1;
+}
+
+/* 8-connectivity, a thread per 2x2 block, a warp per 32 blocks of a block
+ * row: the pixels of a block touch each other, and two neighbouring blocks
+ * touch when one's right column and the other's left column both hold
+ * foreground. Each foreground pixel points at the first foreground pixel of
+ * the first block of its run of touching blocks; background is -1. */
+__global__ void init8_kernel(Pixels pixels, Ranks ranks, int blocks_h, int *parent)
+{
+    const int lane = (int)(threadIdx.x & 31);
+    const int bx = (int)(blockIdx.x * blockDim.x + threadIdx.x);
+    const int by = (int)(blockIdx.y * blockDim.y + threadIdx.y);
+    if (by >= blocks_h)
+        return;
+    auto in = [&](int px, int py) {
+        return px < ranks.width && py < ranks.height && pixels(px, py);
+    };
+    const int x = 2 * bx, y = 2 * by;
+    const bool here = bx < ranks.blocks_w;
+    const bool p0 = here && in(x, y), p1 = here && in(x + 1, y);
+    const bool p2 = here && in(x, y + 1), p3 = here && in(x + 1, y + 1);
+    const int base = (by * ranks.blocks_w + bx) << 2;
+    const int first = base + (p0 ? 0 : p1 ? 1 : p2 ? 2 : 3);
+    const bool right = p1 || p3;
+    const bool left_prev = __shfl_up_sync(kFull, right, 1);
+    const unsigned linked = __ballot_sync(kFull, lane > 0 && (p0 || p2) && left_prev);
+    const int target = __shfl_sync(kFull, first, run_start(linked, lane));
+    if (!here)
+        return;
+    parent[base] = p0 ? target : -1;
+    parent[base + 1] = p1 ? target : -1;
+    parent[base + 2] = p2 ? target : -1;
+    parent[base + 3] = p3 ? target : -1;
+}
+
+/* Each foreground pixel joins the earlier neighbours that may lie in
+ * another tree: for 4-connectivity up, and left at a warp's first pixel; for
+ * 8-connectivity the neighbours outside its block and outside its run of
+ * blocks (the block row above, and the left or right block across a
+ * 32-block boundary). A neighbour reached through up or left when those are
+ * foreground is left out (up-left, up-right, and up when left and up-left
+ * are foreground, with 4). A slot once foreground stays >= 0. */
+__global__ void merge_kernel(Ranks ranks, int *parent)
+{
+    const int x = (int)(blockIdx.x * blockDim.x + threadIdx.x);
+    const int y = (int)(blockIdx.y * blockDim.y + threadIdx.y);
+    if (x >= ranks.width || y >= ranks.height)
+        return;
+    const int r = ranks.of(x, y);
+    if (parent[r] < 0)
+        return;
+    auto fg = [&](int px, int py) { return parent[ranks.of(px, py)] >= 0; };
+    const bool left = x > 0 && fg(x - 1, y);
+    const bool up = y > 0 && fg(x, y - 1);
+    if (!ranks.eight) {
+        if (left && (x & 31) == 0)
+            unite(parent, r, ranks.of(x - 1, y));
+        if (up && !(left && fg(x - 1, y - 1)))
+            unite(parent, r, ranks.of(x, y - 1));
+        return;
+    }
+    /* a block's column pair at a 32-block boundary: x - 1 and x in two runs */
+    const bool boundary_left = (x & 1) == 0 && ((x >> 1) & 31) == 0;
+    const bool boundary_right = (x & 1) == 1 && (((x >> 1) + 1) & 31) == 0;
+    if (left && boundary_left)
+        unite(parent, r, ranks.of(x - 1, y));
+    if (y & 1) {
+        /* the row above is in this block row: only across a run boundary */
+        if (boundary_left && x > 0 && !left && fg(x - 1, y - 1))
+            unite(parent, r, ranks.of(x - 1, y - 1));
+        if (boundary_right && x + 1 < ranks.width && fg(x + 1, y - 1))
+            unite(parent, r, ranks.of(x + 1, y - 1));
+        return;
+    }
+    if (y == 0)
+        return;
+    if (up)
+        unite(parent, r, ranks.of(x, y - 1));
+    if (x > 0 && !up && !left && fg(x - 1, y - 1))
+        unite(parent, r, ranks.of(x - 1, y - 1));
+    if (x + 1 < ranks.width && !up && fg(x + 1, y - 1))
+        unite(parent, r, ranks.of(x + 1, y - 1));
+}
+
+__global__ void flatten_kernel(int slots, int *parent)
+{
+    const int r = (int)(blockIdx.x * blockDim.x + threadIdx.x);
+    if (r < slots && parent[r] >= 0)
+        parent[r] = find_root(parent, r);
+}
+
+/* Exclusive prefix sum of v over the block (blockDim.x a multiple of 32);
+ * *total gets the block's sum. Every thread must call it. */
+__device__ int block_exclusive_sum(int v, int *total)
+{
+    __shared__ int warp_sums[32];
+    __shared__ int block_sum;
+    const int lane = (int)(threadIdx.x & 31), warp = (int)(threadIdx.x >> 5);
+    const int warps = (int)(blockDim.x >> 5);
+    int inclusive = v;
+    for (int off = 1; off < 32; off <<= 1) {
+        const int n = __shfl_up_sync(kFull, inclusive, off);
+        if (lane >= off)
+            inclusive += n;
+    }
+    if (lane == 31)
+        warp_sums[warp] = inclusive;
+    __syncthreads();
+    if (warp == 0) {
+        const int w = lane < warps ? warp_sums[lane] : 0;
+        int scanned = w;
+        for (int off = 1; off < 32; off <<= 1) {
+            const int n = __shfl_up_sync(kFull, scanned, off);
+            if (lane >= off)
+                scanned += n;
+        }
+        if (lane < warps)
+            warp_sums[lane] = scanned - w;
+        if (lane == warps - 1)
+            block_sum = scanned;
+    }
+    __syncthreads();
+    const int out = warp_sums[warp] + inclusive - v;
+    *total = block_sum;
+    __syncthreads();                        /* warp_sums is reused by the next call */
+    return out;
+}
+
+struct RootFlag {
+    const int *parent;
+    __device__ int operator()(int i) const { return parent[i] == i; }
+};
+
+struct KeepFlag {
+    const Stat *stats;
+    const int *regions;
+    long long min_area;
+    __device__ int operator()(int i) const
+    {
+        return i < *regions && (long long)stats[i].area >= min_area;
+    }
+};
+
+/* Each flagged entry's place among the flagged ones of its scan block; the
+ * block's count to totals. */
+template <class Flag>
+__global__ void scan_blocks_kernel(Flag flag, int n, int *local, int *totals)
+{
+    const int base = (int)blockIdx.x * kScanBlock + (int)threadIdx.x * kScanPer;
+    int f[kScanPer], sum = 0;
+    for (int k = 0; k < kScanPer; ++k) {
+        f[k] = base + k < n ? flag(base + k) : 0;
+        sum += f[k];
+    }
+    int total;
+    int at = block_exclusive_sum(sum, &total);
+    for (int k = 0; k < kScanPer; ++k) {
+        if (f[k])
+            local[base + k] = at;
+        at += f[k];
+    }
+    if (threadIdx.x == 0)
+        totals[blockIdx.x] = total;
+}
+
+/* The block counts to their exclusive prefix sums, in place; *count gets
+ * the sum of all. One block. */
+__global__ void scan_totals_kernel(int *totals, int n, int *count,
+                                   unsigned long long *zeroed)
+{
+    if (zeroed != nullptr && threadIdx.x == 0)
+        *zeroed = 0;
+    int carry = 0;
+    for (int start = 0; start < n; start += (int)blockDim.x) {
+        const int i = start + (int)threadIdx.x;
+        const int v = i < n ? totals[i] : 0;
+        int total;
+        const int at = block_exclusive_sum(v, &total);
+        if (i < n)
+            totals[i] = carry + at;
+        carry += total;
+    }
+    if (threadIdx.x == 0)
+        *count = carry;
+}
+
+/* Each root's number, and its region's statistics started at the root. */
+__global__ void roots_kernel(Ranks ranks, int slots, const int *parent, int *ids,
+                             const int *totals, Stat *stats)
+{
+    const int r = (int)(blockIdx.x * blockDim.x + threadIdx.x);
+    if (r >= slots || parent[r] != r)
+        return;
+    const int id = ids[r] + totals[r / kScanBlock];
+    ids[r] = id;
+    int x, y;
+    ranks.at(r, &x, &y);
+    stats[id] = Stat{x, y, x, y, 0, 0, 0ull, 0ull};
+}
+
+/* Each thread takes kChunk pixels of a row, as runs of one region; a warp
+ * (32 chunks of one row) adds up each region's runs across its lanes and
+ * one lane per region adds them to the region: a large region costs a few
+ * atomics per warp, not one per pixel. */
+__global__ void gather_kernel(Ranks ranks, const int *parent, const int *ids, Stat *stats)
+{
+    const int y = (int)blockIdx.y;
+    const int lane = (int)(threadIdx.x & 31);
+    int x = ((int)blockIdx.x * kThreads + (int)threadIdx.x) * kChunk;
+    const int end = min(x + kChunk, ranks.width);
+    bool more = x < end;
+    while (__any_sync(kFull, more)) {
+        /* this lane's next run: one region's consecutive pixels */
+        int id = -2 - lane, x0 = 0, x1 = 0, area = 0;
+        unsigned long long sx = 0;
+        while (more && x < end) {
+            const int root = parent[ranks.of(x, y)];
+            if (root >= 0) {
+                id = ids[root];
+                x0 = x;
+                while (x < end) {
+                    const int next = parent[ranks.of(x, y)];
+                    if (next < 0 || ids[next] != id)
+                        break;
+                    x1 = x;
+                    ++area;
+                    sx += (unsigned long long)x;
+                    ++x;
+                }
+                break;
+            }
+            ++x;
+        }
+        more = x < end;
+        /* lanes in a row holding one region add up, within runs of lanes */
+        const int next_id = __shfl_down_sync(kFull, id, 1);
+        const unsigned edges = __ballot_sync(kFull, lane == 31 || next_id != id);
+        const int last = lane + __ffs(edges >> lane) - 1;   /* the run's last lane */
+        for (int off = 1; off < 32; off <<= 1) {
+            const int o_x1 = __shfl_down_sync(kFull, x1, off);
+            const int o_area = __shfl_down_sync(kFull, area, off);
+            const unsigned long long o_sx = __shfl_down_sync(kFull, sx, off);
+            if (lane + off <= last) {
+                x1 = max(x1, o_x1);
+                area += o_area;
+                sx += o_sx;
+            }
+        }
+        const bool head = lane == 0 || ((edges >> (lane - 1)) & 1u);
+        if (head && id >= 0) {
+            Stat *s = &stats[id];
+            atomicMin(&s->x0, x0);
+            atomicMax(&s->x1, x1);
+            atomicMin(&s->y0, y);
+            atomicMax(&s->y1, y);
+            atomicAdd(&s->area, area);
+            atomicAdd(&s->sum_x, sx);
+            atomicAdd(&s->sum_y, (unsigned long long)area * (unsigned long long)y);
+        }
+    }
+}
+
+/* The kept regions as rows; every region's pixels summed, a warp at a time. */
+__global__ void rows_kernel(const Stat *stats, const int *regions, long long min_area,
+                            const int *keep_ids, const int *totals, int cap, fm_cc_row *rows,
+                            unsigned long long *pixels)
+{
+    const int i = (int)(blockIdx.x * blockDim.x + threadIdx.x);
+    const bool real = i < cap && i < *regions;
+    const Stat s = real ? stats[i] : Stat{0, 0, 0, 0, 0, 0, 0ull, 0ull};
+    unsigned long long area = (unsigned long long)s.area;
+    for (int off = 16; off > 0; off >>= 1)
+        area += __shfl_down_sync(kFull, area, off);
+    if ((threadIdx.x & 31) == 0 && area != 0)
+        atomicAdd(pixels, area);
+    if (!real || (long long)s.area < min_area)
+        return;
+    const int k = keep_ids[i] + totals[i / kScanBlock];
+    rows[k] = fm_cc_row{s.x0, s.y0, s.x1 - s.x0 + 1, s.y1 - s.y0 + 1, s.area, 0,
+                        s.sum_x, s.sum_y};
+}
+
+unsigned blocks_for(size_t n)
+{
+    return (unsigned)((n + kThreads - 1) / kThreads);
+}
+
+}  // namespace
+
+extern "C" size_t fm_cc_max_regions(int width, int height, int connectivity)
+{
+    return layout_of(width, height, connectivity).regions;
+}
+
+extern "C" size_t fm_cc_work_bytes(int width, int height, int connectivity)
+{
+    Work w;
+    return carve(layout_of(width, height, connectivity), nullptr, &w);
+}
+
+extern "C" cudaError_t fm_launch_components(fm_image mask, unsigned char foreground,
+                                            fm_image zone, int connectivity,
+                                            long long min_area, void *work, void *out,
+                                            cudaStream_t stream)
+{
+    if (mask.data == nullptr || work == nullptr || out == nullptr || mask.channels != 1
+        || mask.elem_size != 1 || mask.width <= 0 || mask.height <= 0
+        || (zone.data != nullptr
+            && (zone.width != mask.width || zone.height != mask.height || zone.channels != 1
+                || zone.elem_size != 1 || (size_t)zone.width > zone.pitch))
+        || (connectivity != 4 && connectivity != 8)
+        || (long long)mask.width * mask.height >= (1LL << 30)
+        || (size_t)mask.width > mask.pitch || mask.height > 65535)
+        return cudaErrorInvalidValue;
+    const Layout l = layout_of(mask.width, mask.height, connectivity);
+    Work w;
+    carve(l, static_cast<char *>(work), &w);
+    fm_cc_header *header = static_cast<fm_cc_header *>(out);
+    fm_cc_row *rows = reinterpret_cast<fm_cc_row *>(header + 1);
+    unsigned long long *pixels_sum = reinterpret_cast<unsigned long long *>(&header->pixels);
+    const Ranks ranks{mask.width, mask.height, connectivity == 8, (mask.width + 1) / 2};
+    const int slots = (int)l.slots, regions = (int)l.regions;
+    cudaError_t err;
+
+    const dim3 tile(32, 8);
+    const Pixels pixels{static_cast<const unsigned char *>(mask.data),
+                        static_cast<const unsigned char *>(zone.data), mask.pitch, zone.pitch,
+                        foreground};
+    if (connectivity == 8) {
+        const int blocks_h = (mask.height + 1) / 2;
+        init8_kernel<<<dim3(fm_div_up((unsigned)ranks.blocks_w, tile.x),
+                            fm_div_up((unsigned)blocks_h, tile.y)), tile, 0, stream>>>(
+            pixels, ranks, blocks_h, w.parent);
+    }
+    else {
+        init4_kernel<<<dim3(fm_div_up((unsigned)mask.width, tile.x),
+                            fm_div_up((unsigned)mask.height, tile.y)), tile, 0, stream>>>(
+            pixels, mask.width, mask.height, w.parent);
+    }
+    merge_kernel<<<dim3(fm_div_up((unsigned)mask.width, tile.x),
+                        fm_div_up((unsigned)mask.height, tile.y)), tile, 0, stream>>>(
+        ranks, w.parent);
+    flatten_kernel<<<blocks_for(l.slots), kThreads, 0, stream>>>(slots, w.parent);
+    if ((err = cudaGetLastError()) != cudaSuccess)
+        return err;
+
+    /* the regions numbered in rank order */
+    scan_blocks_kernel<<<(unsigned)l.slot_blocks, kThreads, 0, stream>>>(
+        RootFlag{w.parent}, slots, w.ids, w.slot_totals);
+    scan_totals_kernel<<<1, kTotalsThreads, 0, stream>>>(w.slot_totals, (int)l.slot_blocks,
+                                                         &header->regions, pixels_sum);
+    roots_kernel<<<blocks_for(l.slots), kThreads, 0, stream>>>(ranks, slots, w.parent, w.ids,
+                                                              w.slot_totals, w.stats);
+    gather_kernel<<<dim3(fm_div_up((unsigned)mask.width, kThreads * kChunk),
+                         (unsigned)mask.height), kThreads, 0, stream>>>(
+        ranks, w.parent, w.ids, w.stats);
+    if ((err = cudaGetLastError()) != cudaSuccess)
+        return err;
+
+    /* the kept ones renumbered in that order, as rows */
+    scan_blocks_kernel<<<(unsigned)l.region_blocks, kThreads, 0, stream>>>(
+        KeepFlag{w.stats, &header->regions, min_area}, regions, w.keep_ids, w.region_totals);
+    scan_totals_kernel<<<1, kTotalsThreads, 0, stream>>>(w.region_totals, (int)l.region_blocks,
+                                                         &header->kept, nullptr);
+    rows_kernel<<<blocks_for(l.regions), kThreads, 0, stream>>>(
+        w.stats, &header->regions, min_area, w.keep_ids, w.region_totals, regions, rows,
+        pixels_sum);
+    return cudaGetLastError();
+}

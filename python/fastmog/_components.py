@@ -1,0 +1,35 @@
+"""fastmog.connected_components: the regions of a mask labelled on the GPU,
+bit for bit fastmog.cpu.connected_components' (the options checked as
+there, before anything is queued)."""
+from . import _fastmog
+from .motion import _regions
+from .motion._regions import Regions
+
+
+def connected_components(mask, *, stream, connectivity=8, min_area=0, foreground=255,
+                         zone=None, timer=None):
+    """cv2.connectedComponentsWithStats(mask == foreground,
+    connectivity=connectivity, ltype=cv2.CV_32S) on the GPU, less its
+    background row, queued on `stream`: `mask` an H x W uint8 GpuMat (or any
+    producer's device memory, or a numpy array, uploaded). Same regions,
+    order, statistics and centroids; regions under min_area pixels are
+    dropped and the others renumbered in order. zone: None, or an H x W
+    uint8 mask of the pixels that count (nonzero): the regions of
+    (mask == foreground) & (zone != 0). Only the regions' rows come back to
+    the host: the call waits for its own copy of them, not for the stream's
+    other work. Returns a fastmog.motion.Regions (labels None: the label
+    image stays on the GPU and is not handed out yet)."""
+    return regions_and_pixels(mask, stream=stream, connectivity=connectivity,
+                              min_area=min_area, foreground=foreground, zone=zone,
+                              timer=timer)[0]
+
+
+def regions_and_pixels(mask, *, stream, connectivity=8, min_area=0, foreground=255, zone=None,
+                       timer=None):
+    """connected_components, and how many pixels all the regions hold (the
+    small ones too): a zone's foreground count, from the same pass."""
+    connectivity, min_area, foreground = _regions.check_options(connectivity, min_area,
+                                                                foreground)
+    stats, centroids, pixels = _fastmog._connected_components(
+        mask, connectivity, min_area, foreground, stream=stream, zone=zone, timer=timer)
+    return Regions(len(stats), stats, centroids), pixels

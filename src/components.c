@@ -1,0 +1,239 @@
+/* fastmog._connected_components: the regions of a uint8 mask labelled on the
+ * GPU (cuda/components.cu), bit for bit fastmog.cpu.connected_components'
+ * and cv2.connectedComponentsWithStats'. Only the regions' rows come back:
+ * the call waits for its own copy of them (an event after it), never for
+ * the stream's other work or the device. */
+#include <string.h>
+
+#include "fastmog.h"
+#include "docstrings.h"
+#include "components_launch.h"
+
+_Static_assert(sizeof(fm_cc_header) == sizeof(fm_cc_row), "the header takes a row's slot");
+
+/* Rows read with the header before the count is known, at least: a header
+ * and 24 rows make 1000 bytes. */
+#define FIRST_ROWS_MIN 24
+
+/* Copies `bytes` from device `src` into pinned `dst` (owned by `owner`) on
+ * `stream` and waits for that copy alone. A wait cut short (Ctrl-C) leaves
+ * the copy queued: the owner is then kept until it is done. */
+static int read_back(fm_state *st, fm_Stream *stream, void *dst, const void *src, size_t bytes,
+                     PyObject *owner, fm_call *call)
+{
+    cudaEvent_t done;
+    if (fm_fence_acquire(st, stream->device, &done) < 0)
+        return -1;
+    cudaError_t err = cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, stream->handle);
+    const int queued = err == cudaSuccess;
+    if (queued)
+        err = cudaEventRecord(done, stream->handle);
+    int rc;
+    if (err != cudaSuccess)
+        rc = fm_cuda_fail(st, err, "reading back the regions");
+    else {
+        fm_call_wait_begin(st, call);
+        rc = fm_wait_event(st, done, "waiting for the regions");
+        fm_call_wait_end(st, call);
+    }
+    fm_fence_release(st, stream->device, done);
+    if (rc < 0 && queued) {
+        fm_saved_error e = fm_error_save();
+        if (fm_keepalive_add(st, stream, owner) < 0) {
+            PyErr_Clear();
+            (void)cudaStreamSynchronize(stream->handle);
+            (void)cudaGetLastError();
+        }
+        fm_error_restore(e);
+    }
+    return rc;
+}
+
+/* (stats N x 5 int32, centroids N x 2 float64, pixels) from `n` rows: each
+ * centroid is a coordinate sum over the area, in double, as OpenCV divides;
+ * pixels, those of every region, the small ones too. */
+static PyObject *regions_of(const fm_cc_row *rows, int n, unsigned long long pixels)
+{
+    npy_intp sdims[2] = {n, 5}, cdims[2] = {n, 2};
+    PyObject *stats = PyArray_SimpleNew(2, sdims, NPY_INT32);
+    PyObject *centroids = PyArray_SimpleNew(2, cdims, NPY_FLOAT64);
+    PyObject *result = NULL;
+    if (stats != NULL && centroids != NULL) {
+        int32_t *s = PyArray_DATA((PyArrayObject *)stats);
+        double *c = PyArray_DATA((PyArrayObject *)centroids);
+        for (int i = 0; i < n; i++) {
+            const fm_cc_row *r = &rows[i];
+            s[5 * i] = r->x;
+            s[5 * i + 1] = r->y;
+            s[5 * i + 2] = r->width;
+            s[5 * i + 3] = r->height;
+            s[5 * i + 4] = r->area;
+            c[2 * i] = (double)r->sum_x / (double)r->area;
+            c[2 * i + 1] = (double)r->sum_y / (double)r->area;
+        }
+        result = Py_BuildValue("(OOK)", stats, centroids, pixels);
+    }
+    Py_XDECREF(stats);
+    Py_XDECREF(centroids);
+    return result;
+}
+
+/* _connected_components(mask, connectivity, min_area, foreground, /, *,
+ * stream, zone=None, timer=None) -> (stats, centroids, pixels) */
+static PyObject *connected_components(PyObject *module, PyObject *args, PyObject *kwargs)
+{
+    static char *kwlist[] = {"", "", "", "", "stream", "zone", "timer", NULL};
+    static const fm_image_rule mask_rule = {FM_DTYPE_BIT(NPY_UINT8), FM_CHANNELS_BIT(1)};
+    fm_state *st = fm_state_of_module(module);
+    PyObject *mask_arg, *stream_arg = NULL, *zone_arg = Py_None, *timer = NULL, *result = NULL;
+    int connectivity, foreground;
+    long long min_area;
+    fm_GpuMat *mask = NULL, *zone = NULL;
+    fm_DeviceBuffer *work = NULL, *out = NULL;
+    fm_PinnedBuffer *first = NULL, *rest = NULL;
+    fm_device_guard guard;
+    fm_call call;
+
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OiLi|$OOO:_connected_components", kwlist,
+                                     &mask_arg, &connectivity, &min_area, &foreground,
+                                     &stream_arg, &zone_arg, &timer))
+        return NULL;
+    if ((connectivity != 4 && connectivity != 8) || foreground < 0 || foreground > 255
+        || min_area < 0) {
+        PyErr_Format(PyExc_ValueError, "connectivity must be 4 or 8 (got %d), foreground "
+                     "0 to 255 (got %d), min_area at least 0 (got %lld)", connectivity,
+                     foreground, min_area);
+        return NULL;
+    }
+    fm_host_image host;
+    if ((PyArray_Check(mask_arg) && fm_host_image_check(mask_arg, "mask", &mask_rule, &host) < 0)
+        || (PyArray_Check(zone_arg)
+            && fm_host_image_check(zone_arg, "zone", &mask_rule, &host) < 0))
+        return NULL;
+    int h = 0, w = 0, c = 0, zh = 0, zw = 0;
+    fm_peek_shape(st, mask_arg, &h, &w, &c);
+    if (zone_arg != Py_None) {
+        fm_peek_shape(st, zone_arg, &zh, &zw, &c);
+        if (h > 0 && zh > 0 && (zh != h || zw != w)) {
+            PyErr_Format(PyExc_ValueError, "the zone is %dx%d, the mask %dx%d", zw, zh, w, h);
+            return NULL;
+        }
+    }
+    if ((long long)h * w >= (1LL << 30) || h > 65535) {
+        PyErr_Format(PyExc_ValueError, "the mask is %dx%d: the GPU labels fewer than 2^30 "
+                     "pixels in at most 65535 rows", w, h);
+        return NULL;
+    }
+    fm_Stream *stream = fm_require_stream(st, stream_arg, -1);
+    if (stream == NULL || fm_stream_hold(stream) < 0)
+        return NULL;
+    if (fm_call_begin(st, &call, "connected_components", "kernel components", timer, stream,
+                      h, w, 1) < 0) {
+        fm_stream_unhold(stream);
+        return NULL;
+    }
+    if (fm_device_enter(st, stream->device, &guard) < 0) {
+        result = fm_call_end(st, &call, NULL);
+        fm_stream_unhold(stream);
+        return result;
+    }
+    if (fm_call_gpu_queue(st, &call) < 0
+        || (mask = fm_as_device_image(st, mask_arg, "mask", &mask_rule, stream, NULL,
+                                      timer)) == NULL)
+        goto done;
+    const int height = mask->shape.height, width = mask->shape.width;
+    if ((long long)height * width >= (1LL << 30) || height > 65535) {
+        PyErr_Format(PyExc_ValueError, "the mask is %dx%d: the GPU labels fewer than 2^30 "
+                     "pixels in at most 65535 rows", width, height);
+        goto done;
+    }
+    if (zone_arg != Py_None) {
+        if ((zone = fm_as_device_image(st, zone_arg, "zone", &mask_rule, stream, NULL,
+                                       timer)) == NULL)
+            goto done;
+        if (zone->shape.height != height || zone->shape.width != width) {
+            PyErr_Format(PyExc_ValueError, "the zone is %dx%d, the mask %dx%d",
+                         zone->shape.width, zone->shape.height, width, height);
+            goto done;
+        }
+    }
+    const size_t max_rows = fm_cc_max_regions(width, height, connectivity);
+    const size_t out_bytes = sizeof(fm_cc_header) + max_rows * sizeof(fm_cc_row);
+    size_t first_rows = st->components_rows > FIRST_ROWS_MIN ? st->components_rows
+                                                              : FIRST_ROWS_MIN;
+    if (first_rows > max_rows)
+        first_rows = max_rows;
+    /* the scratch and the rows from fastmog's pool: they go back once the
+     * stream is past this call */
+    if ((work = fm_device_buffer_alloc(st, stream->device,
+                                       fm_cc_work_bytes(width, height, connectivity),
+                                       "connected components' scratch")) == NULL
+        || (out = fm_device_buffer_alloc(st, stream->device, out_bytes,
+                                         "connected components' rows")) == NULL
+        || (first = fm_pinned_buffer_new(st, sizeof(fm_cc_header)
+                                         + first_rows * sizeof(fm_cc_row))) == NULL
+        || fm_device_buffer_use(st, mask->buffer, stream, FM_USE_AFTER_EARLIER) < 0
+        || (zone != NULL
+            && fm_device_buffer_use(st, zone->buffer, stream, FM_USE_AFTER_EARLIER) < 0)
+        || fm_device_buffer_use(st, work, stream, FM_USE_RELEASE_AFTER) < 0
+        || fm_device_buffer_use(st, out, stream, FM_USE_RELEASE_AFTER) < 0
+        || fm_call_gpu_begin(st, &call) < 0)
+        goto done;
+    fm_call_gpu_submitted(&call);           /* several launches: see fastmog.h */
+    const fm_image no_zone = {0};
+    cudaError_t err = fm_launch_components(fm_gpumat_image(mask), (unsigned char)foreground,
+                                           zone != NULL ? fm_gpumat_image(zone) : no_zone,
+                                           connectivity, min_area, work->ptr, out->ptr,
+                                           stream->handle);
+    if (err != cudaSuccess) {
+        fm_cuda_error(st, err, "labelling a %dx%d mask", height, width);
+        goto done;
+    }
+    (void)fm_call_gpu_end(st, &call);
+    if (read_back(st, stream, first->ptr, out->ptr,
+                  sizeof(fm_cc_header) + first_rows * sizeof(fm_cc_row), (PyObject *)first,
+                  &call) < 0)
+        goto done;
+    const fm_cc_header *header = (const fm_cc_header *)first->ptr;
+    const int kept = header->kept;
+    const unsigned long long pixels = header->pixels;
+    const fm_cc_row *rows = (const fm_cc_row *)(header + 1);
+    size_t read = sizeof(fm_cc_header) + first_rows * sizeof(fm_cc_row);
+    if ((size_t)kept > first_rows) {
+        /* more than the last calls had: the rest in a second copy */
+        const size_t more = (size_t)kept - first_rows;
+        if ((rest = fm_pinned_buffer_new(st, (size_t)kept * sizeof(fm_cc_row))) == NULL)
+            goto done;
+        memcpy(rest->ptr, rows, first_rows * sizeof(fm_cc_row));
+        if (read_back(st, stream, (fm_cc_row *)rest->ptr + first_rows,
+                      (const char *)out->ptr + sizeof(fm_cc_header)
+                          + first_rows * sizeof(fm_cc_row),
+                      more * sizeof(fm_cc_row), (PyObject *)rest, &call) < 0)
+            goto done;
+        rows = (const fm_cc_row *)rest->ptr;
+        read += more * sizeof(fm_cc_row);
+    }
+    st->components_rows = (size_t)kept;
+    /* what the GPU read (the mask, the zone) and what came back to the host */
+    fm_call_bytes(&call, (int64_t)width * height * (zone != NULL ? 2 : 1), (int64_t)read);
+    result = regions_of(rows, kept, pixels);
+done:
+    fm_device_exit(&guard);
+    Py_XDECREF(mask);
+    Py_XDECREF(zone);
+    Py_XDECREF(work);
+    Py_XDECREF(out);
+    Py_XDECREF(first);
+    Py_XDECREF(rest);
+    if (PyErr_Occurred())
+        Py_CLEAR(result);
+    result = fm_call_end(st, &call, result);
+    fm_stream_unhold(stream);
+    return result;
+}
+
+PyMethodDef fm_components_methods[] = {
+    {"_connected_components", (PyCFunction)(void (*)(void))connected_components,
+     METH_VARARGS | METH_KEYWORDS, FM_DOC_CONNECTED_COMPONENTS},
+    {NULL, NULL, 0, NULL},
+};

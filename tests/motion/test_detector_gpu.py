@@ -1,0 +1,108 @@
+"""The GPU motion detector (fastmog.MotionDetector) against the host one
+(fastmog.cpu.MotionDetector, itself equal to OpenCV composed by hand in
+tests/motion/test_detector.py): every frame's fraction, light switch, zone
+scores, regions and events the same, on random moving masks with shadows
+and on a real sequence's masks, with and without zones, morphology and
+min_area; the GPU morphology's binarizing first pass; bad input refused."""
+import numpy as np
+import pytest
+
+import fastmog
+from fastmog import cpu
+from fastmog.testing import iter_frames
+
+pytestmark = pytest.mark.gpu
+
+POLYGONS = [[(0, 0), (59, 0), (59, 71), (0, 71)],
+            [(60, 5), (119, 30), (100, 71), (55, 60)],
+            [(-20, 50), (140, 50), (60, 90)]]           # crosses the border
+
+
+def moving_masks(rng, n, h, w):
+    """Blobs that move, with shadows (127) and noise, as a subtractor gives."""
+    for i in range(n):
+        m = np.zeros((h, w), np.uint8)
+        for k in range(3):
+            cx, cy = (7 * i + 30 * k) % w, (3 * i + 20 * k) % h
+            m[max(0, cy - 6):cy + 6, max(0, cx - 9):cx + 9] = 255
+        m[rng.random((h, w)) < 0.02] = 255
+        m[rng.random((h, w)) < 0.05] = 127
+        if i == n // 2:
+            m[...] = 255                                 # a light switch
+        yield m
+
+
+def assert_same_frame(got, want):
+    assert got.index == want.index and got.light_switch == want.light_switch
+    assert got.fraction == want.fraction
+    assert len(got.zones) == len(want.zones)
+    for g, w in zip(got.zones, want.zones):
+        assert g.score == w.score and g.motion == w.motion
+        np.testing.assert_array_equal(g.regions.stats, w.regions.stats)
+        np.testing.assert_array_equal(g.regions.centroids, w.regions.centroids)
+    assert got.ended == want.ended
+
+
+@pytest.mark.parametrize("options", [
+    dict(zones=POLYGONS, morphology=("open", 3, "ellipse"), min_area=4, threshold=0.01),
+    dict(morphology=None, connectivity=4),
+    dict(zones=POLYGONS[:1], morphology=("close", (5, 3)), min_area=10, light_switch=0.5),
+])
+def test_every_frame_equals_the_host_detectors(rng, stream, options):
+    host, gpu = cpu.MotionDetector(**options), fastmog.MotionDetector(**options)
+    for mask in moving_masks(rng, 30, 72, 120):
+        dev = fastmog.GpuMat.from_array(mask, stream=stream)
+        assert_same_frame(gpu.update(dev, stream=stream), host.update(mask))
+    assert gpu.finish() == host.finish()
+    assert gpu.events == host.events and host.events
+
+
+def test_a_real_sequence(data_dir, stream):
+    sub = fastmog.BackgroundSubtractorMOG2()
+    host = cpu.MotionDetector(zones=POLYGONS[:2], min_area=6)
+    gpu = fastmog.MotionDetector(zones=POLYGONS[:2], min_area=6)
+    t = fastmog.Timer(nvtx=False)
+    moving = 0
+    for frame in iter_frames(data_dir, "CAVIAR2", 60):
+        mask = sub.apply(frame, stream=stream)
+        result = gpu.update(mask, stream=stream, timer=t)
+        assert_same_frame(result, host.update(mask.download(stream=stream)))
+        moving += 0 < result.fraction < 0.5
+    assert moving > 10
+    # per frame: the whole frame's regions and each zone's, timed
+    assert len([r for r in t.records if r.name == "connected_components"]) == 3 * 60
+
+
+def test_morphology_makes_the_mask_binary_in_its_first_pass(rng, stream):
+    mask = rng.choice(np.array([0, 127, 255], np.uint8), (40, 70))
+    for fg in (255, 127):
+        binary = np.where(mask == fg, 255, 0).astype(np.uint8)
+        for op, kernel in (("open", 3), ("dilate", 1), ("close", (5, 3))):
+            got = fastmog.morphology(mask, op, kernel, stream=stream, foreground=fg)
+            np.testing.assert_array_equal(got.download(stream=stream),
+                                          cpu.morphology(binary, op, kernel))
+    with pytest.raises(ValueError, match="foreground"):
+        fastmog.morphology(mask, "open", 3, stream=stream, foreground=256)
+
+
+def test_zone_regions_equal_the_hosts_on_the_masked_pixels(rng, stream):
+    mask = np.where(rng.random((90, 130)) < 0.4, 255, 0).astype(np.uint8)
+    zone = np.where(rng.random((90, 130)) < 0.7, 255, 0).astype(np.uint8)
+    want = cpu.connected_components(mask & zone)
+    got = fastmog.connected_components(mask, stream=stream, zone=zone)
+    np.testing.assert_array_equal(got.stats, want.stats)
+    np.testing.assert_array_equal(got.centroids, want.centroids)
+    with pytest.raises(ValueError, match="zone"):
+        fastmog.connected_components(mask, stream=stream, zone=zone[:, :-1])
+
+
+def test_bad_masks_are_refused(stream):
+    det = fastmog.MotionDetector()
+    with pytest.raises(TypeError, match="stream"):
+        det.update(np.zeros((8, 8), np.uint8), stream=None)
+    with pytest.raises(TypeError, match="uint8"):
+        det.update(fastmog.GpuMat((8, 8, 3), np.uint8), stream=stream)
+    det.update(np.zeros((8, 8), np.uint8), stream=stream)
+    with pytest.raises(ValueError, match="8x8"):
+        det.update(fastmog.GpuMat((8, 9), np.uint8), stream=stream)
+    assert det.index == 1
