@@ -3,8 +3,6 @@
  * and cv2.connectedComponentsWithStats'. Only the regions' rows come back:
  * the call waits for its own copy of them (an event after it), never for
  * the stream's other work or the device. */
-#include <string.h>
-
 #include "fastmog.h"
 #include "docstrings.h"
 #include "components_launch.h"

@@ -138,6 +138,26 @@ int fm_wait_stream(fm_state *st, fm_Stream *stream, const char *what)
     return rc;
 }
 
+cudaError_t fm_driver_function(const char *name, unsigned version, void **fn)
+{
+    enum cudaDriverEntryPointQueryResult found = cudaDriverEntryPointSymbolNotFound;
+    *fn = NULL;
+#if CUDART_VERSION >= 12050
+    cudaError_t err = cudaGetDriverEntryPointByVersion(name, fn, version, cudaEnableDefault,
+                                                       &found);
+#else
+    (void)version;
+    cudaError_t err = cudaGetDriverEntryPoint(name, fn, cudaEnableDefault, &found);
+#endif
+    if (err == cudaSuccess && (found != cudaDriverEntryPointSuccess || *fn == NULL))
+        err = cudaErrorSymbolNotFound;
+    if (err != cudaSuccess) {
+        (void)cudaGetLastError();
+        *fn = NULL;
+    }
+    return err;
+}
+
 int fm_wait_event(fm_state *st, cudaEvent_t event, const char *what)
 {
     return wait_until_done(st, query_event, (void *)event, what);

@@ -197,6 +197,10 @@ int fm_resolve_device(fm_state *st, PyObject *arg, int *device);
  * interrupted or failed. `what` names the operation for errors. */
 int fm_wait_stream(fm_state *st, fm_Stream *stream, const char *what);
 int fm_wait_event(fm_state *st, cudaEvent_t event, const char *what);
+/* The driver's function `name` as of CUDA `version` (11070 for 11.7), found
+ * through the runtime (fastmog links no libcuda): cudaSuccess with *fn set,
+ * else why not (cudaErrorSymbolNotFound: this driver has none). Never raises. */
+cudaError_t fm_driver_function(const char *name, unsigned version, void **fn);
 /* CLOCK_MONOTONIC in ns (time.perf_counter's clock on Linux); when this
  * thread's last wait saw its work done, before taking the GIL back (0 if it
  * failed). */

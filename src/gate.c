@@ -29,16 +29,7 @@ static int gates_ready(fm_state *st)
     if (g->word != NULL || g->unavailable)
         return 0;
     void *fn = NULL;
-    enum cudaDriverEntryPointQueryResult found = cudaDriverEntryPointSymbolNotFound;
-#if CUDART_VERSION >= 12050
-    cudaError_t err = cudaGetDriverEntryPointByVersion("cuStreamWaitValue32", &fn, 11070,
-                                                       cudaEnableDefault, &found);
-#else
-    cudaError_t err = cudaGetDriverEntryPoint("cuStreamWaitValue32", &fn, cudaEnableDefault,
-                                              &found);
-#endif
-    if (err != cudaSuccess || found != cudaDriverEntryPointSuccess || fn == NULL) {
-        (void)cudaGetLastError();
+    if (fm_driver_function("cuStreamWaitValue32", 11070, &fn) != cudaSuccess) {
         g->unavailable = 1;
         return 0;
     }

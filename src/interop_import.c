@@ -37,17 +37,9 @@ static int check_within_allocation(fm_state *st, const char *first, size_t exten
     mem_range_fn range = (mem_range_fn)st->mem_get_address_range;
     if (range == NULL) {
         void *fn = NULL;
-        enum cudaDriverEntryPointQueryResult found = cudaDriverEntryPointSymbolNotFound;
-#if CUDART_VERSION >= 12050
-        cudaError_t err = cudaGetDriverEntryPointByVersion("cuMemGetAddressRange", &fn, 3020,
-                                                           cudaEnableDefault, &found);
-#else
-        cudaError_t err = cudaGetDriverEntryPoint("cuMemGetAddressRange", &fn,
-                                                  cudaEnableDefault, &found);
-#endif
-        if (err != cudaSuccess || found != cudaDriverEntryPointSuccess || fn == NULL)
-            return fm_cuda_fail(st, err != cudaSuccess ? err : cudaErrorSymbolNotFound,
-                                "finding the driver's cuMemGetAddressRange");
+        cudaError_t err = fm_driver_function("cuMemGetAddressRange", 3020, &fn);
+        if (err != cudaSuccess)
+            return fm_cuda_fail(st, err, "finding the driver's cuMemGetAddressRange");
         st->mem_get_address_range = fn;
         range = (mem_range_fn)fn;
     }

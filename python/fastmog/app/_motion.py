@@ -3,8 +3,9 @@ build, its outputs (--regions: one JSON line per frame, --events: one per
 event) and the summary's event lines.
 
 The detector is fastmog.cpu.MotionDetector on the masks the frame loop
-already brings to the host, whatever device ran MOG2; a GPU face that
-keeps the masks on the GPU is not built yet.
+already brings to the host, whatever device ran MOG2; the GPU face
+(fastmog.MotionDetector, the same results) needs the loop to hand over
+device masks, which it does not yet.
 """
 from __future__ import annotations
 
