@@ -223,7 +223,9 @@ def test_a_wait_names_the_time_spent_taking_the_gil_back(rng, stream):
     that the rest of its wait was the GIL, not the GPU."""
     import threading
     from fastmog.profiling import _analysis as pa
-    frame = fastmog.GpuMat.from_array(random_image(rng, (256, 256), np.uint8), stream=stream)
+    # a frame large enough that its copy is still running when the wait
+    # begins (the timer reads earlier records back between the two)
+    frame = fastmog.GpuMat.from_array(random_image(rng, (1024, 2048), np.uint8), stream=stream)
     sub, timer = fastmog.BackgroundSubtractorMOG2(), fastmog.Timer()
     stop = threading.Event()
 
