@@ -499,7 +499,7 @@ extern "C" cudaError_t fm_launch_components(fm_image mask, unsigned char foregro
             && (zone.width != mask.width || zone.height != mask.height || zone.channels != 1
                 || zone.elem_size != 1 || (size_t)zone.width > zone.pitch))
         || (connectivity != 4 && connectivity != 8)
-        || (long long)mask.width * mask.height >= (1LL << 30)
+        || (long long)(mask.width + 1LL) * (mask.height + 1LL) >= (1LL << 30)
         || (size_t)mask.width > mask.pitch || mask.height > 65535)
         return cudaErrorInvalidValue;
     const Layout l = layout_of(mask.width, mask.height, connectivity);

@@ -48,7 +48,8 @@ size_t fm_cc_work_bytes(int width, int height, int connectivity);
  * pixel), with `connectivity` 4 or 8 and writes to `out` (device memory: a
  * header, then fm_cc_max_regions rows) the header and, in OpenCV's order,
  * one row per region of at least `min_area` pixels. `work` is
- * fm_cc_work_bytes of device memory, 256-byte aligned. W * H below 2^30.
+ * fm_cc_work_bytes of device memory, 256-byte aligned. (W + 1) * (H + 1)
+ * below 2^30, H at most 65535.
  */
 cudaError_t fm_launch_components(fm_image mask, unsigned char foreground, fm_image zone,
                                  int connectivity, long long min_area, void *work, void *out,

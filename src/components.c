@@ -76,6 +76,14 @@ static PyObject *regions_of(const fm_cc_row *rows, int n, unsigned long long pix
     return result;
 }
 
+/* What the launcher cannot index: with 8-connectivity a mask of W x H has
+ * 4 * ceil(W / 2) * ceil(H / 2) slots, at most (W + 1) * (H + 1); the rows
+ * are the grid's y. */
+static int too_large(int width, int height)
+{
+    return (long long)(width + 1LL) * (height + 1LL) >= (1LL << 30) || height > 65535;
+}
+
 /* _connected_components(mask, connectivity, min_area, foreground, /, *,
  * stream, zone=None, timer=None) -> (stats, centroids, pixels) */
 static PyObject *connected_components(PyObject *module, PyObject *args, PyObject *kwargs)
@@ -110,6 +118,13 @@ static PyObject *connected_components(PyObject *module, PyObject *args, PyObject
         return NULL;
     int h = 0, w = 0, c = 0, zh = 0, zw = 0;
     fm_peek_shape(st, mask_arg, &h, &w, &c);
+    if (zone_arg != Py_None && PyObject_TypeCheck(zone_arg, st->GpuMat_type)) {
+        const fm_image_shape *zs = &((fm_GpuMat *)zone_arg)->shape;
+        if (zs->type_num != NPY_UINT8 || zs->channels != 1) {
+            PyErr_SetString(PyExc_TypeError, "zone must be a one-channel uint8 mask");
+            return NULL;
+        }
+    }
     if (zone_arg != Py_None) {
         fm_peek_shape(st, zone_arg, &zh, &zw, &c);
         if (h > 0 && zh > 0 && (zh != h || zw != w)) {
@@ -117,9 +132,10 @@ static PyObject *connected_components(PyObject *module, PyObject *args, PyObject
             return NULL;
         }
     }
-    if ((long long)h * w >= (1LL << 30) || h > 65535) {
+    if (too_large(w, h)) {
         PyErr_Format(PyExc_ValueError, "the mask is %dx%d: the GPU labels fewer than 2^30 "
-                     "pixels in at most 65535 rows", w, h);
+                     "pixels (counted with one more row and column) in at most 65535 rows",
+                     w, h);
         return NULL;
     }
     fm_Stream *stream = fm_require_stream(st, stream_arg, -1);
@@ -140,9 +156,10 @@ static PyObject *connected_components(PyObject *module, PyObject *args, PyObject
                                       timer)) == NULL)
         goto done;
     const int height = mask->shape.height, width = mask->shape.width;
-    if ((long long)height * width >= (1LL << 30) || height > 65535) {
+    if (too_large(width, height)) {
         PyErr_Format(PyExc_ValueError, "the mask is %dx%d: the GPU labels fewer than 2^30 "
-                     "pixels in at most 65535 rows", width, height);
+                     "pixels (counted with one more row and column) in at most 65535 rows",
+                     width, height);
         goto done;
     }
     if (zone_arg != Py_None) {
@@ -194,6 +211,11 @@ static PyObject *connected_components(PyObject *module, PyObject *args, PyObject
         goto done;
     const fm_cc_header *header = (const fm_cc_header *)first->ptr;
     const int kept = header->kept;
+    if (kept < 0 || (size_t)kept > max_rows) {
+        PyErr_Format(PyExc_RuntimeError, "the GPU reported %d regions of at most %zu", kept,
+                     max_rows);
+        goto done;
+    }
     const unsigned long long pixels = header->pixels;
     const fm_cc_row *rows = (const fm_cc_row *)(header + 1);
     size_t read = sizeof(fm_cc_header) + first_rows * sizeof(fm_cc_row);

@@ -13,7 +13,10 @@
  * every gate shares: each closing takes the next ticket and waits until the
  * word reaches it; opening raises the word to the ticket, never lowers it, so
  * a gate opened late by one thread cannot shut another's again. The GPU polls
- * the word; the host's write reaches it within a microsecond or two. Where
+ * the word; the host's write reaches it within a microsecond or two. Streams
+ * share the device's hardware queues (8 by default), so work of another
+ * stream behind the same queue waits while a gate is shut: it is shut only
+ * around one call's submission, with nothing else queued meanwhile. Where
  * the driver lacks stream memory operations gates are off: fm_gate_close
  * leaves gate->closed 0 and the timer falls back to its host-lag estimate. */
 #include "fastmog.h"
@@ -50,12 +53,18 @@ int fm_gate_close(fm_state *st, cudaStream_t stream, fm_gate *gate)
     if (gates_ready(st) < 0)
         return -1;
     struct fm_gates *g = &st->gates;
-    if (g->word == NULL)
+    if (g->word == NULL || g->unavailable)
         return 0;
     uint32_t ticket = g->next++;
     /* CU_STREAM_WAIT_VALUE_GEQ (0): until (int32_t)(*word - ticket) >= 0 */
     int rc = ((wait_value_fn)g->wait_value)(stream, (unsigned long long)(uintptr_t)g->word,
                                             ticket, 0);
+    if (rc == 801) {
+        /* CUDA_ERROR_NOT_SUPPORTED: a driver with stream memory operations
+         * turned off; nothing was queued, and the timer does without */
+        g->unavailable = 1;
+        return 0;
+    }
     if (rc != 0)
         return fm_cuda_fail(st, cudaErrorUnknown,
                             "queuing the timer's gate (cuStreamWaitValue32 returned %d)", rc);

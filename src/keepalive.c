@@ -195,7 +195,9 @@ uint64_t fm_keepalive_mark(fm_state *st)
 
 void fm_keepalive_sweep_after_wait(fm_state *st, const fm_Stream *stream, uint64_t mark)
 {
-    if (stream != NULL && stream->serial != 0)
+    /* The per-thread default stream is another stream in each thread: a wait
+     * in this one says nothing of the work another thread queued there. */
+    if (stream != NULL && stream->serial != 0 && stream->handle != cudaStreamPerThread)
         release_done(st, stream->serial, mark);
     release_done(st, 0, 0);
 }

@@ -220,17 +220,26 @@ int fm_call_gpu_queue(fm_state *st, fm_call *call)
  * while the GPU works: on a stream with nothing queued the host's time before
  * the launch is the call's latency, and reading records costs a query and
  * two elapsed-time calls each. */
-int fm_call_gpu_begin(fm_state *st, fm_call *call)
+/* The anchor and the events of the call's window, taken once. */
+static int gpu_prepare(fm_state *st, fm_call *call)
 {
     fm_Timer *t = call->timer;
-    if (t == NULL || call->stream == NULL)
-        return 0;
     fm_record *r = &t->records[call->record];
     if (anchor_record(st, t, r) < 0
         || (r->start == NULL && timing_event(st, t, r->device, &r->start) < 0)
         || (r->end == NULL && timing_event(st, t, r->device, &r->end) < 0))
         return -1;
-    FM_CUDA_CHECK(st, cudaEventRecord(r->start, call->stream->handle),
+    return 0;
+}
+
+int fm_call_gpu_begin(fm_state *st, fm_call *call)
+{
+    fm_Timer *t = call->timer;
+    if (t == NULL || call->stream == NULL)
+        return 0;
+    if (gpu_prepare(st, call) < 0)
+        return -1;
+    FM_CUDA_CHECK(st, cudaEventRecord(t->records[call->record].start, call->stream->handle),
                   "recording a timing event");
     return 0;
 }
@@ -242,18 +251,33 @@ void fm_call_gpu_submitted(fm_call *call)
         t->records[call->record].submitted_ns = now_ns();
 }
 
-int fm_call_gpu_end(fm_state *st, fm_call *call)
+/* The end event, after the call's work. */
+static int gpu_record_end(fm_state *st, fm_call *call)
 {
     fm_Timer *t = call->timer;
-    if (t == NULL || call->stream == NULL || t->records[call->record].start == NULL)
-        return 0;
     fm_call_gpu_submitted(call);
     fm_record *r = &t->records[call->record];
     FM_CUDA_CHECK(st, cudaEventRecord(r->end, call->stream->handle),
                   "recording a timing event");
     r->ended = 1;
-    if (t->events[r->device].n < 16)
-        reclaim(t, r->device);
+    return 0;
+}
+
+/* Events back from read records, once the stack runs low. */
+static void reclaim_if_low(fm_Timer *t, int device)
+{
+    if (t->events[device].n < 16)
+        reclaim(t, device);
+}
+
+int fm_call_gpu_end(fm_state *st, fm_call *call)
+{
+    fm_Timer *t = call->timer;
+    if (t == NULL || call->stream == NULL || t->records[call->record].start == NULL)
+        return 0;
+    if (gpu_record_end(st, call) < 0)
+        return -1;
+    reclaim_if_low(t, t->records[call->record].device);
     return 0;
 }
 
@@ -780,18 +804,25 @@ static PyObject *Timer_gpu_copies(PyObject *op, PyObject *args, PyObject *kwargs
                 r->host_start_ns = start_ns;
             fm_call call = {.timer = t, .record = index, .stream = stream};
             /* The copies' window opens behind a gate, opened once they and
-             * the end event are queued: see gate.c. */
-            fm_gate gate;
-            rc = fm_gate_close(st, stream->handle, &gate);
+             * the end event are queued: see gate.c. The anchor (on a stream
+             * of its own, which may share the gated stream's hardware queue)
+             * and the events are taken before it closes, and earlier
+             * records are read back after it opens: nothing else waits
+             * behind it or keeps it shut. */
+            fm_gate gate = {0};
+            rc = gpu_prepare(st, &call);
+            if (rc == 0)
+                rc = fm_gate_close(st, stream->handle, &gate);
             if (rc == 0)
                 rc = fm_call_gpu_begin(st, &call);
             fm_call_gpu_submitted(&call);       /* copies: see fastmog.h */
             for (Py_ssize_t i = 0; i < n && rc == 0; i++)
                 rc = fm_gpumat_copy_queue(st, src[i], dst[i], stream, &call);
             if (rc == 0)
-                rc = fm_call_gpu_end(st, &call);
+                rc = gpu_record_end(st, &call);
             const int gated = gate.closed && rc == 0;
             fm_gate_open(st, &gate);
+            reclaim_if_low(t, stream->device);
             r = &t->records[index];
             r->gated = gated;
             r->host_ns = now_ns() - r->host_start_ns;

@@ -3,6 +3,8 @@ the GPU: morphology (made binary in its first pass) and each zone's regions
 and foreground count run there, and only the regions' rows come back."""
 from __future__ import annotations
 
+import numpy as np
+
 from . import _fastmog
 from ._components import regions_and_pixels
 from ._morphology import morphology
@@ -27,6 +29,8 @@ class MotionDetector(_detector.Detector):
     def update(self, mask, *, stream, timer=None):
         if not isinstance(stream, _fastmog.Stream):
             raise TypeError(f"stream must be a fastmog.Stream, not {type(stream).__name__}")
+        if not isinstance(mask, (np.ndarray, _fastmog.GpuMat)):
+            mask = _fastmog.asgpumat(mask, stream=stream)   # a producer's device memory
         self._stream, self._timer = stream, timer
         try:
             return super().update(mask)

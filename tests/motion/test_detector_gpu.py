@@ -96,6 +96,13 @@ def test_zone_regions_equal_the_hosts_on_the_masked_pixels(rng, stream):
         fastmog.connected_components(mask, stream=stream, zone=zone[:, :-1])
 
 
+def test_a_producers_device_mask_is_taken_where_it_lies(rng, stream):
+    cupy = pytest.importorskip("cupy")
+    host, gpu = cpu.MotionDetector(min_area=3), fastmog.MotionDetector(min_area=3)
+    for mask in moving_masks(rng, 6, 72, 120):
+        assert_same_frame(gpu.update(cupy.asarray(mask), stream=stream), host.update(mask))
+
+
 def test_bad_masks_are_refused(stream):
     det = fastmog.MotionDetector()
     with pytest.raises(TypeError, match="stream"):
