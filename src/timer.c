@@ -434,7 +434,10 @@ static PyObject *Timer_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
 }
 
 /* Reads a finished record's GPU times and gives its events back. */
-static int read_record(fm_Timer *t, fm_record *r)
+/* Reads a record's GPU times and gives its events back. cudaErrorNotReady
+ * when its work is not done: nothing is read then. Asking for the elapsed
+ * time is the completion test, so reading a done record costs no query. */
+static cudaError_t read_times(fm_Timer *t, fm_record *r)
 {
     float ms = 0.0f, start_ms = 0.0f, queued_ms = -1.0f;
     cudaEvent_t anchor = t->anchors[r->anchor].event;
@@ -444,7 +447,7 @@ static int read_record(fm_Timer *t, fm_record *r)
     if (err == cudaSuccess && r->queued != NULL)
         err = cudaEventElapsedTime(&queued_ms, anchor, r->queued);
     if (err != cudaSuccess)
-        return fm_cuda_fail(t->st, err, "reading the GPU time of %s", r->name);
+        return err;
     r->gpu_ms = ms;
     r->gpu_start_ms = start_ms;
     r->queued_ms = queued_ms;
@@ -456,12 +459,20 @@ static int read_record(fm_Timer *t, fm_record *r)
     if (r->queued != NULL)
         give_back_event(t, r->device, r->queued);
     r->start = r->end = r->queued = NULL;
+    return cudaSuccess;
+}
+
+static int read_record(fm_Timer *t, fm_record *r)
+{
+    cudaError_t err = read_times(t, r);
+    if (err != cudaSuccess)
+        return fm_cuda_fail(t->st, err, "reading the GPU time of %s", r->name);
     return 0;
 }
 
-/* Before creating events for a new call: reads the oldest records whose
- * work is done, so their events are reused; a long profile then creates
- * none per call. Looks at a few at a time, never waits. */
+/* After a call's end event: reads the oldest records whose work is done, so
+ * their events are reused; a long profile then creates none per call. Looks
+ * at a few at a time, never waits, never raises. */
 static void reclaim(fm_Timer *t, int device)
 {
     int looked = 0;
@@ -474,12 +485,8 @@ static void reclaim(fm_Timer *t, int device)
             continue;
         }
         looked++;
-        if (r->device != device || cudaEventQuery(r->end) != cudaSuccess) {
-            (void)cudaGetLastError();
-            return;
-        }
-        if (read_record(t, r) < 0) {
-            PyErr_Clear();
+        if (r->device != device || read_times(t, r) != cudaSuccess) {
+            (void)cudaGetLastError();   /* not done yet, or unreadable: resolve() says */
             return;
         }
         t->reclaimed++;
