@@ -7,7 +7,9 @@ frames and masks, `batch` frames each) is reused, so the steady state
 allocates nothing. Events order the three streams on the GPU; the host waits
 only for the masks it is about to hand out, and for a ring slot before
 refilling it. With batch > 1 the kernel takes a slot's frames in one pass
-over the model (apply_batch).
+over the model (apply_batch). With download=False the masks stay on the GPU:
+the ring hands out its device masks once their kernel has run, and the
+download stream is left idle.
 """
 import numpy as np
 
@@ -15,11 +17,12 @@ from . import _fastmog
 
 
 class _Slot:
-    def __init__(self, shape, dtype, device, batch):
+    def __init__(self, shape, dtype, device, batch, download):
         height = shape[0]
         self.frame = _fastmog.GpuMat((batch * height,) + tuple(shape[1:]), dtype, device=device)
         self.mask = _fastmog.GpuMat((batch * height, shape[1]), np.uint8, device=device)
-        self.host_mask = _fastmog.pinned_empty((batch, height, shape[1]), np.uint8)
+        self.host_mask = (_fastmog.pinned_empty((batch, height, shape[1]), np.uint8)
+                          if download else None)
         self.frames = [self.frame[k * height:(k + 1) * height] for k in range(batch)]
         self.masks = [self.mask[k * height:(k + 1) * height] for k in range(batch)]
         self.count = 0               # frames in this slot's current batch
@@ -34,7 +37,7 @@ class _Slot:
 
 
 def pipeline(subtractor, frames, *, streams, depth=3, batch=1, learning_rate=-1.0, copy=False,
-             timer=None):
+             timer=None, download=True):
     """Runs `subtractor` over an iterable of host frames (numpy arrays of one
     shape and dtype) and yields the host masks in order.
 
@@ -50,7 +53,20 @@ def pipeline(subtractor, frames, *, streams, depth=3, batch=1, learning_rate=-1.
     The yielded mask is a pinned ring buffer, valid until the next mask is
     taken; pass copy=True for arrays of your own. A pinned frame is read
     asynchronously: leave it unchanged until its mask has come back.
+
+    download=False: nothing leaves the GPU; the yielded masks are the ring's
+    device masks (GpuMat views, valid until the next is taken, their kernel
+    done). Queue work on them on the compute stream, streams[1]: the ring
+    rewrites a mask in that stream's order, after what was queued there.
     """
+    for host, device in _stages(subtractor, frames, streams, depth, batch, learning_rate, copy,
+                                timer, download):
+        yield host if download else device
+
+
+def _stages(subtractor, frames, streams, depth, batch, learning_rate, copy, timer, download):
+    """The pipeline's masks as (host mask, device mask) pairs; the host mask
+    is None without download. The main job's frame loop takes both."""
     try:
         up, compute, down = streams
     except (TypeError, ValueError):
@@ -69,7 +85,8 @@ def pipeline(subtractor, frames, *, streams, depth=3, batch=1, learning_rate=-1.
             frame = np.asarray(frame)
             if not slots:
                 shape, dtype = frame.shape, frame.dtype
-                slots = [_Slot(shape, dtype, subtractor.device, batch) for _ in range(depth)]
+                slots = [_Slot(shape, dtype, subtractor.device, batch, download)
+                         for _ in range(depth)]
             elif frame.shape != shape or frame.dtype != dtype:
                 raise ValueError(f"frame {i} is {frame.shape} {frame.dtype}, the first was "
                                  f"{shape} {dtype}")
@@ -115,7 +132,9 @@ def _launch(subtractor, slot, up, compute, down, learning_rate, timer):
                                fgmasks=slot.masks[:n], timer=timer)
     compute.record(slot.applied)
     down.wait(slot.applied, timer=timer)
-    if n == len(slot.masks):
+    if slot.host_mask is None:
+        pass                                        # the masks stay on the GPU
+    elif n == len(slot.masks):
         slot.mask.download(slot.host_mask.reshape(-1, slot.host_mask.shape[2]), stream=down,
                            blocking=False, timer=timer)
     else:
@@ -126,9 +145,13 @@ def _launch(subtractor, slot, up, compute, down, learning_rate, timer):
 
 
 def _take(slot, copy, timer):
-    """The slot's masks, in order, once their download is done."""
-    slot.downloaded.synchronize(timer=timer)
+    """The slot's (host, device) masks, in order, once their download is
+    done (without download: once their kernel has run)."""
+    (slot.applied if slot.host_mask is None else slot.downloaded).synchronize(timer=timer)
     n, slot.count = slot.count, 0
     slot.busy = False
     for k in range(n):
-        yield np.array(slot.host_mask[k]) if copy else slot.host_mask[k]
+        if slot.host_mask is None:
+            yield None, slot.masks[k]
+        else:
+            yield (np.array(slot.host_mask[k]) if copy else slot.host_mask[k]), slot.masks[k]

@@ -70,11 +70,12 @@ class NoStream:
         pass
 
 
-def host_pipeline(sub, frames, *, streams, batch=1, learning_rate=-1.0, timer=None):
-    """fastmog.pipeline's stand-in: each frame applied in turn."""
-    assert len(streams) == 3
+def host_stages(sub, frames, streams, depth, batch, learning_rate, copy, timer, download):
+    """The pipeline's stand-in: each frame applied in turn, its mask handed
+    out as the host mask of a (host, device) pair."""
+    assert len(streams) == 3 and download
     for frame in frames:
-        yield sub.apply(frame, learning_rate)
+        yield sub.apply(frame, learning_rate), None
 
 
 @pytest.fixture
@@ -89,8 +90,7 @@ def gpu_stand_in(monkeypatch):
         monkeypatch.setattr(where, "BackgroundSubtractorMOG2", HostAsGpu)
         monkeypatch.setattr(where, "Stream", NoStream)
         monkeypatch.setattr(where, "device_properties", lambda device=None: {"name": "none"})
-    monkeypatch.setattr(fastmog._pipeline, "pipeline", host_pipeline)
-    monkeypatch.setattr(fastmog, "pipeline", host_pipeline)
+    monkeypatch.setattr(fastmog._pipeline, "_stages", host_stages)
     monkeypatch.setitem(sys.modules, "PyNvVideoCodec", None)
 
 
@@ -133,9 +133,9 @@ def test_a_dask_job_takes_batch_and_sessions_to_the_worker(clip, cli_digest, gpu
     single run (with several sources they were once dropped without a word)."""
     seen = {}
 
-    def recording_pipeline(sub, frames, *, streams, batch=1, learning_rate=-1.0, timer=None):
+    def recording_stages(sub, frames, streams, depth, batch, *rest):
         seen["batch"] = batch
-        return host_pipeline(sub, frames, streams=streams, learning_rate=learning_rate)
+        return host_stages(sub, frames, streams, depth, batch, *rest)
 
     opener = _sources.open_source
 
@@ -143,7 +143,7 @@ def test_a_dask_job_takes_batch_and_sessions_to_the_worker(clip, cli_digest, gpu
         seen["sessions"] = options.nvdec_sessions
         return opener(found, options, **kwargs)
 
-    monkeypatch.setattr(fastmog._pipeline, "pipeline", recording_pipeline)
+    monkeypatch.setattr(fastmog._pipeline, "_stages", recording_stages)
     monkeypatch.setattr(_sources, "open_source", recording_open)
     job = _dask.Job(dict(MOG2), -1.0, "spread", SourceOptions(nvdec_sessions=3), batch=4)
     result = _dask._run_source(str(clip), None, 0, job)

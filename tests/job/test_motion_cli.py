@@ -1,7 +1,10 @@
 """The main job's motion step (issue 23, item 5): --zones, --morphology,
---min-area, --threshold, --events, --regions and the preview's boxes, on the
-host reference; its events and regions are fastmog.cpu's, frame for frame."""
+--min-area, --threshold, --events, --regions and the preview's boxes; its
+events and regions are fastmog.cpu's, frame for frame, on the host
+reference and on the GPU (where no mask leaves the GPU)."""
 import json
+import os
+import pathlib
 
 import numpy as np
 import pytest
@@ -50,13 +53,23 @@ ZONES = [{"name": "left", "polygon": [[0, 0], [47, 0], [47, 59], [0, 59]]},
          [[48, 10], [95, 10], [95, 59], [60, 59]]]
 
 
-def test_events_and_regions_are_the_host_detectors(frames_dir, tmp_path):
+@pytest.mark.parametrize("where", ["host", pytest.param("gpu", marks=pytest.mark.gpu)])
+def test_events_and_regions_are_the_host_detectors(frames_dir, tmp_path, where):
     zones_file = tmp_path / "zones.json"
     zones_file.write_text(json.dumps(ZONES))
     events, regions = tmp_path / "events.jsonl", tmp_path / "regions.jsonl"
-    r = run(frames_dir, "--cpu", *MOG2, "--zones", zones_file, "--morphology", "open:3",
+    trace = tmp_path / "trace.json"
+    device = ["--cpu"] if where == "host" else ["--trace", trace]
+    r = run(frames_dir, *device, *MOG2, "--zones", zones_file, "--morphology", "open:3",
             "--min-area", "4", "--threshold", "0.01", "--events", events, "--regions", regions)
     assert r.returncode == 0, r.stderr
+    assert f"on the {'GPU' if where == 'gpu' else 'host'})" in r.stdout
+    if where == "gpu":
+        # the motion step ran on the device masks, and no mask was downloaded
+        calls = {e["name"] for e in json.loads(trace.read_text())["traceEvents"]
+                 if e.get("cat") == "host"}
+        assert "connected_components" in " ".join(calls), sorted(calls)
+        assert "GpuMat.download" not in calls, sorted(calls)
 
     polygons = [ZONES[0]["polygon"], ZONES[1]]
     per_frame, expected = _host_motion(frames_dir, zones=polygons, morphology=("open", 3),
@@ -171,12 +184,15 @@ def test_an_existing_events_file_needs_overwrite(frames_dir, tmp_path, capsys):
     assert events.read_text() == "keep me\n"
 
 
-def test_vtest_events_equal_the_host_detectors(data_dir, tmp_path):
+@pytest.mark.parametrize("where", ["host", pytest.param("gpu", marks=pytest.mark.gpu)])
+def test_vtest_events_equal_the_host_detectors(data_dir, tmp_path, where):
     """The issue's own case: --events on vtest.avi (its first 150 frames, as
-    OpenCV decodes them) equals fastmog.cpu's events."""
+    OpenCV decodes them) equals fastmog.cpu's events, whichever device runs
+    the job."""
     video = data_dir / "opencv_samples_video" / "vtest.avi"
     events = tmp_path / "events.jsonl"
-    r = run(video, "--cpu", "--frames", "150", "--min-area", "30", "--events", events)
+    device = ["--cpu"] if where == "host" else ["--decode", "cpu"]
+    r = run(video, *device, "--frames", "150", "--min-area", "30", "--events", events)
     assert r.returncode == 0, r.stderr
     cap = cv2.VideoCapture(str(video))
     sub = fastmog.cpu.BackgroundSubtractorMOG2()
@@ -189,3 +205,39 @@ def test_vtest_events_equal_the_host_detectors(data_dir, tmp_path):
     assert det.events
     assert [(e["start_frame"], e["end_frame"], e["box"]) for e in _json_lines(events)] == \
         [(e.start_frame, e.end_frame, list(e.box)) for e in det.events]
+
+
+@pytest.mark.gpu
+def test_nvdec_frames_keep_their_masks_on_the_gpu(tmp_path):
+    """NVDEC frames, MOG2 and the motion step all on the GPU: without --out
+    no mask is downloaded, and the events equal fastmog.cpu's on the masks
+    the same run writes with --out."""
+    pytest.importorskip("PyNvVideoCodec", exc_type=ImportError)
+    clips = pathlib.Path(os.environ.get("FASTMOG_CLIPS",
+                                        pathlib.Path(__file__).parents[2] / ".testdata" / "clips"))
+    video = clips / "vtest_h264.mkv"
+    if not video.is_file():
+        pytest.skip(f"no test clip {video}: run python benchmarks/make_clips.py")
+    common = ["--decode", "nvdec", "--frames", "120", "--min-area", "30"]
+    kept, masks = tmp_path / "kept.jsonl", tmp_path / "masks"
+    r = run(video, *common, "--out", masks, "--events", kept)
+    assert r.returncode == 0, r.stderr
+    assert "on the GPU)" in r.stdout
+    fps = cv2.VideoCapture(str(video)).get(cv2.CAP_PROP_FPS)
+    det = fastmog.cpu.MotionDetector(min_area=30, fps=fps)
+    written = sorted(masks.glob("mask_*.png"))
+    assert len(written) == 120
+    for path in written:
+        det.update(cv2.imread(str(path), cv2.IMREAD_GRAYSCALE))
+    det.finish()
+    assert det.events
+    expected = [(e.start_frame, e.end_frame, list(e.box)) for e in det.events]
+    assert [(e["start_frame"], e["end_frame"], e["box"]) for e in _json_lines(kept)] == expected
+
+    events, trace = tmp_path / "events.jsonl", tmp_path / "trace.json"
+    r = run(video, *common, "--events", events, "--trace", trace)
+    assert r.returncode == 0, r.stderr
+    assert [(e["start_frame"], e["end_frame"], e["box"]) for e in _json_lines(events)] == expected
+    calls = {e["name"] for e in json.loads(trace.read_text())["traceEvents"]
+             if e.get("cat") == "host"}
+    assert "GpuMat.download" not in calls, sorted(calls)

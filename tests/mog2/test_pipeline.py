@@ -50,6 +50,31 @@ def test_batched_pipeline_equals_host_in_order(data_dir, streams, batch, depth):
     assert gpu.frame_count == host.frame_count == len(frames)
 
 
+@pytest.mark.parametrize("batch, depth", [(1, 2), (4, 2)])
+def test_without_download_the_device_masks_are_handed_out(data_dir, streams, batch, depth):
+    # Each device mask is copied on the compute stream, where the ring
+    # rewrites it later: a rewrite out of that order would show in the copies.
+    frames = [convert(f, "grey", np.uint8) for f in iter_frames(data_dir, "CAVIAR2", 30)]
+    gpu = fastmog.BackgroundSubtractorMOG2()
+    host = fastmog.cpu.BackgroundSubtractorMOG2()
+    compute = streams[1]
+    copies = []
+    with fastmog.profile() as prof:
+        for m in fastmog.pipeline(gpu, iter(frames), streams=streams, depth=depth, batch=batch,
+                                  download=False):
+            assert isinstance(m, fastmog.GpuMat) and m.shape == frames[0].shape
+            copy = fastmog.GpuMat(m.shape)
+            m.copy_to(copy, stream=compute)
+            copies.append(copy)
+    names = {r.name for r in prof.records}
+    assert "BackgroundSubtractorMOG2.apply" in names or \
+        "BackgroundSubtractorMOG2.apply_batch" in names
+    assert "GpuMat.download" not in names        # nothing left the GPU
+    assert len(copies) == len(frames)
+    for i, (c, f) in enumerate(zip(copies, frames)):
+        assert np.array_equal(c.download(stream=compute), host.apply(f)), f"frame {i}"
+
+
 def test_pipeline_rejects_bad_use(rng, streams):
     gpu = fastmog.BackgroundSubtractorMOG2()
     frames = [random_image(rng, (16, 16), np.uint8), random_image(rng, (16, 17), np.uint8)]

@@ -4,6 +4,9 @@ its masks, for the command line and every Dask worker alike.
 A source's frames take one of three paths: NVDEC frames are applied where
 they lie, on the GPU, one by one; host frames go through the overlapped
 fastmog.pipeline when a GPU is used; otherwise through the host reference.
+On the GPU paths a mask comes to the host only when something there reads
+it (download=True): a consumer of device masks (on_device_mask: the motion
+detector's GPU face) takes it where it lies.
 """
 import dataclasses
 import itertools
@@ -44,11 +47,18 @@ class Processed:
 
 
 def process(sub, source, writer, *, streams, learning_rate=-1.0, batch=1, timer=None,
-            on_mask=None, progress=None, keep_last=False, skip=0, segment=None, on_end=None):
+            on_mask=None, on_device_mask=None, download=True, progress=None, keep_last=False,
+            skip=0, segment=None, on_end=None):
     """Runs every frame of `source` (an opened _sources.Source) through `sub`
-    and returns what was done (Processed). Each mask goes to `writer`, then
-    to on_mask(index, mask), then to progress.update(count). A mask may be
-    a buffer that the next one reuses: copy it to keep it.
+    and returns what was done (Processed). Each mask goes to
+    on_device_mask(index, mask, stream) on the GPU paths, then to `writer`,
+    then to on_mask(index, mask), then to progress.update(count). A mask may
+    be a buffer that the next one reuses: copy it to keep it.
+
+    download=False (GPU paths only): the masks stay on the GPU; `writer`
+    must take none (NoMasks), on_mask gets None for the mask, and keep_last
+    is refused. on_device_mask's mask is a GpuMat whose work is queued on
+    `stream` (the compute stream): queue what reads it there.
 
     streams: [] for the host reference, else (upload, compute, download) on
     sub's device, NVDEC's frames queued on compute. batch: host frames per
@@ -66,20 +76,27 @@ def process(sub, source, writer, *, streams, learning_rate=-1.0, batch=1, timer=
     The closing order, whatever happens: the progress line, the writer, the
     source's decoder, then the streams (NVDEC and the pipeline work on them).
     """
+    if not download and (not streams or keep_last or writer.path is not None):
+        raise ValueError("masks stay on the GPU only on a GPU path, with no mask writer and "
+                         "no kept last mask")
     done = Processed()
     last = {}
     writer.start(source.fps)
     started = time.perf_counter()
     try:
         try:
-            for mask in _masks(sub, source, streams, learning_rate, batch, timer, last,
-                               keep_last, skip, segment):
+            for mask, device_mask in _masks(sub, source, streams, learning_rate, batch, timer,
+                                            last, keep_last, skip, segment, download):
                 with _signals.held():      # a mask written is a mask counted
-                    writer.write(mask)
+                    if on_device_mask is not None:
+                        on_device_mask(done.frames, device_mask, streams[1])
+                    if mask is not None:
+                        writer.write(mask)
                     if on_mask is not None:
                         on_mask(done.frames, mask)
                     done.frames += 1
-                    done.pixels += mask.size
+                    done.pixels += device_mask.shape[0] * device_mask.shape[1] \
+                        if mask is None else mask.size
                     last["mask"] = mask
                 if progress is not None:
                     progress.update(done.frames)
@@ -103,9 +120,11 @@ def process(sub, source, writer, *, streams, learning_rate=-1.0, batch=1, timer=
 
 
 def _masks(sub, source, streams, learning_rate, batch, timer, last, keep_last, skip,
-           segment):
-    """The host masks of the source's frames, on the path its frames take;
-    the frame last taken is kept in last["frame"] when asked."""
+           segment, download):
+    """The source's masks as (host mask, device mask) pairs, on the path its
+    frames take: the host mask is None when not downloaded, the device mask
+    None on the host path. The frame last taken is kept in last["frame"]
+    when asked."""
 
     def kept(frame):
         if keep_last:
@@ -116,27 +135,30 @@ def _masks(sub, source, streams, learning_rate, batch, timer, last, keep_last, s
     for _ in itertools.islice(frames, skip):
         pass
     if source.on_device:
-        return _device_masks(sub, frames, streams[1], learning_rate, timer, last, keep_last)
+        return _device_masks(sub, frames, streams[1], learning_rate, timer, last, keep_last,
+                             download)
     if streams:
         host = (kept(f) for f in _host_frames(source, frames, batch))
-        return _pipelined(sub, host, streams, batch, learning_rate, timer, segment)
-    return (sub.apply(kept(f), learning_rate, timer=timer) for f in frames)
+        return _pipelined(sub, host, streams, batch, learning_rate, timer, segment, download)
+    return ((sub.apply(kept(f), learning_rate, timer=timer), None) for f in frames)
 
 
-def _pipelined(sub, frames, streams, batch, learning_rate, timer, segment):
-    """fastmog.pipeline over the frames, in segments of `segment` frames
-    when given (each drained before the next begins)."""
+def _pipelined(sub, frames, streams, batch, learning_rate, timer, segment, download):
+    """fastmog.pipeline's (host, device) masks of the frames, in segments of
+    `segment` frames when given (each drained before the next begins)."""
+    def run(chunk):
+        return _pipeline._stages(sub, chunk, streams, 3, batch, learning_rate, False, timer,
+                                 download)
+
     if segment is None:
-        yield from _pipeline.pipeline(sub, frames, streams=streams, batch=batch,
-                                      learning_rate=learning_rate, timer=timer)
+        yield from run(frames)
         return
     while True:
         chunk = itertools.islice(frames, segment)
         first = next(chunk, None)
         if first is None:
             return
-        yield from _pipeline.pipeline(sub, itertools.chain([first], chunk), streams=streams,
-                                      batch=batch, learning_rate=learning_rate, timer=timer)
+        yield from run(itertools.chain([first], chunk))
 
 
 def _host_frames(source, frames, batch):
@@ -149,21 +171,23 @@ def _host_frames(source, frames, batch):
     return (np.array(f) for f in frames)
 
 
-def _device_masks(sub, frames, stream, learning_rate, timer, last, keep_last):
+def _device_masks(sub, frames, stream, learning_rate, timer, last, keep_last, download):
     """NVDEC frames: already on the GPU, so no upload (grey: the luma plane as
     it is; colour: converted from NV12 on `stream`). A frame's planes are valid
     until the next is taken, and everything here is queued on `stream` before
-    that. Yields host masks."""
+    that. Yields (host mask, device mask); the host mask is None without
+    download."""
     host_mask = None
     for f in frames:
         frame = f.as_input(stream)
         mask = sub.apply(frame, learning_rate, stream=stream, timer=timer)
-        if host_mask is None:
-            host_mask = _fastmog.pinned_empty(mask.shape, np.uint8)
-        mask.download(host_mask, stream=stream, timer=timer)
+        if download:
+            if host_mask is None:
+                host_mask = _fastmog.pinned_empty(mask.shape, np.uint8)
+            mask.download(host_mask, stream=stream, timer=timer)
         if keep_last:
             last["frame"] = frame.download(stream=stream)
-        yield host_mask
+        yield host_mask, mask
 
 
 def _background(sub, streams):

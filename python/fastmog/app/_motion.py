@@ -2,10 +2,10 @@
 build, its outputs (--regions: one JSON line per frame, --events: one per
 event) and the summary's event lines.
 
-The detector is fastmog.cpu.MotionDetector on the masks the frame loop
-already brings to the host, whatever device ran MOG2; the GPU face
-(fastmog.MotionDetector, the same results) needs the loop to hand over
-device masks, which it does not yet.
+On a GPU run the detector is fastmog.MotionDetector on the frame loop's
+device masks, so a mask leaves the GPU only when something else reads it
+(--out, --ground-truth, --preview); on the host reference it is
+fastmog.cpu.MotionDetector. Both give the same results.
 """
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import errno
 import inspect
 import json
 
-from .. import cpu
+from .. import _motion_detector, cpu
 from ..motion import _element
 from ._errors import UserError, shown
 
@@ -129,10 +129,12 @@ def check_zones_fit(zones, shape, path):
 
 
 class MotionStep:
-    """The detector and its outputs for one run. on_mask(index, mask) takes
-    each mask from the frame loop; close() ends open events and the files."""
+    """The detector and its outputs for one run. With on_gpu,
+    on_device_mask(index, mask, stream) takes each of the frame loop's device
+    masks, else on_mask(index, mask) its host masks; close() ends open events
+    and the files."""
 
-    def __init__(self, args, zones, shape, fps, first=0):
+    def __init__(self, args, zones, shape, fps, first=0, on_gpu=False, timer=None):
         self.zones = zones          # read_zones(args.zones), or None: the whole frame
         if zones is not None and shape is not None:
             check_zones_fit(zones, shape, args.zones)
@@ -141,8 +143,10 @@ class MotionStep:
                  if getattr(args, name) is not None}
         if given.get("morphology") is False:
             given["morphology"] = None
+        self.on_gpu, self._timer = on_gpu, timer
+        face = _motion_detector.MotionDetector if on_gpu else cpu.MotionDetector
         try:
-            self.detector = cpu.MotionDetector(
+            self.detector = face(
                 zones=None if self.zones is None else [parts for _, parts in self.zones],
                 fps=fps, **given)
         except (TypeError, ValueError) as e:
@@ -159,8 +163,13 @@ class MotionStep:
                 self._regions.close()
             raise
 
+    def on_device_mask(self, index, mask, stream):
+        self._took(self.detector.update(mask, stream=stream, timer=self._timer))
+
     def on_mask(self, index, mask):
-        m = self.detector.update(mask)
+        self._took(self.detector.update(mask))
+
+    def _took(self, m):
         self.last = m
         if self._regions is not None:
             _write(self._regions, {
@@ -221,7 +230,7 @@ class MotionStep:
                f"{d.morphology[0]} {_kernel_text(d.morphology[1])} {d.morphology[2]}")
         lines = [f"fastmog: motion: {len(events)} event{'s' if len(events) != 1 else ''} in "
                  f"{zones} (threshold {d.threshold:g}, {how}, min area {d.min_area}; "
-                 f"on the host)"]
+                 f"on {'the GPU' if self.on_gpu else 'the host'})"]
         for e in events[:EVENTS_SHOWN]:
             times = ("" if e.start_time is None else
                      f" ({e.start_time:.2f}-{e.end_time:.2f} s)")

@@ -98,7 +98,8 @@ def run(args):
         if resumed is not None:
             resumed.check_source(source.shape, None if live else source.expected
                                  if source.expected is not None else source.count)
-        motion = (_motion.MotionStep(args, zones, source.shape, source.fps, first)
+        motion = (_motion.MotionStep(args, zones, source.shape, source.fps, first,
+                                     on_gpu=on_gpu, timer=timer)
                   if _motion.wanted(args) else None)
         if resumed is not None:
             sub = resumed.subtractor(on_gpu, streams[1] if on_gpu else None)
@@ -162,11 +163,16 @@ def _process(args, sub, source, writer, truth, timer, streams, motion, first, ch
         if truth is not None:
             number = source.numbers[at] if source.numbers else at
             truth.add(number if number is not None else at, mask)
-        if motion is not None:
+        if motion is not None and not motion.on_gpu:
             motion.on_mask(at, mask)
         if checkpoints is not None:
             checkpoints.after(index + 1)
 
+    # on the GPU the motion step takes device masks: a mask comes to the host
+    # only for what reads it there
+    on_device = motion is not None and motion.on_gpu
+    download = not on_device or (writer.path is not None or truth is not None
+                                 or args.preview is not None)
     # a GPU profile samples NVML beside the timer: the report's SM and decoder line
     nvml = (sampling_nvml(timer, sub.device) if timer is not None and streams
             else contextlib.nullcontext())
@@ -175,9 +181,12 @@ def _process(args, sub, source, writer, truth, timer, streams, motion, first, ch
             done = _loop.process(sub, source, writer, streams=streams,
                                  learning_rate=args.learning_rate, batch=args.batch,
                                  timer=timer,
-                                 on_mask=None if truth is None and motion is None
+                                 on_mask=None if truth is None
+                                 and (motion is None or on_device)
                                  and checkpoints is None and source.arrivals is None
                                  else on_mask,
+                                 on_device_mask=motion.on_device_mask if on_device else None,
+                                 download=download,
                                  progress=Progress(label, None if source.count is None
                                                    else source.count - first),
                                  keep_last=args.preview is not None,
