@@ -450,12 +450,29 @@ __global__ void gather_kernel(Ranks ranks, const int *parent, const int *ids, St
     }
 }
 
-/* The kept regions as rows; every region's pixels summed, a warp at a time. */
-__global__ void rows_kernel(const Stat *stats, const int *regions, long long min_area,
-                            const int *keep_ids, const int *totals, int cap, fm_cc_row *rows,
-                            unsigned long long *pixels)
+/* A coordinate sum in a row's three half-words, low first. */
+__device__ void put48(uint16_t *dst, unsigned long long v)
+{
+    dst[0] = (uint16_t)v;
+    dst[1] = (uint16_t)(v >> 16);
+    dst[2] = (uint16_t)(v >> 32);
+}
+
+/* The kept regions as rows; every region's pixels summed, a warp at a time.
+ * The rows after the kept ones up to `read_rows`, and the header's spare
+ * words, are zeroed: the host's first copy reads them before it knows the
+ * count, and copies nothing left uninitialised. */
+__global__ void rows_kernel(const Stat *stats, fm_cc_header *header, long long min_area,
+                            const int *keep_ids, const int *totals, int cap, int read_rows,
+                            fm_cc_row *rows)
 {
     const int i = (int)(blockIdx.x * blockDim.x + threadIdx.x);
+    const int *regions = &header->regions;
+    unsigned long long *pixels = reinterpret_cast<unsigned long long *>(&header->pixels);
+    if (i == 0)
+        header->unused[0] = header->unused[1] = 0;
+    if (i < read_rows && i >= header->kept)
+        rows[i] = fm_cc_row{};
     const bool real = i < cap && i < *regions;
     const Stat s = real ? stats[i] : Stat{0, 0, 0, 0, 0, 0, 0ull, 0ull};
     unsigned long long area = (unsigned long long)s.area;
@@ -466,8 +483,41 @@ __global__ void rows_kernel(const Stat *stats, const int *regions, long long min
     if (!real || (long long)s.area < min_area)
         return;
     const int k = keep_ids[i] + totals[i / kScanBlock];
-    rows[k] = fm_cc_row{s.x0, s.y0, s.x1 - s.x0 + 1, s.y1 - s.y0 + 1, s.area, 0,
-                        s.sum_x, s.sum_y};
+    fm_cc_row row;
+    row.x = (uint16_t)s.x0;
+    row.y = (uint16_t)s.y0;
+    row.width = (uint16_t)(s.x1 - s.x0 + 1);
+    row.height = (uint16_t)(s.y1 - s.y0 + 1);
+    row.area = (uint32_t)s.area;
+    put48(row.sum_x, s.sum_x);
+    put48(row.sum_y, s.sum_y);
+    rows[k] = row;
+}
+
+/* Pixels counted a row segment per block: kCountPer pixels a thread, the
+ * block's sum added once. */
+constexpr int kCountPer = 16;
+
+__global__ void count_kernel(Pixels pixels, int width, unsigned long long *total)
+{
+    __shared__ unsigned warp_sums[kThreads / 32];
+    const int y = (int)blockIdx.y;
+    const int x0 = ((int)blockIdx.x * kThreads + (int)threadIdx.x) * kCountPer;
+    unsigned n = 0;
+    for (int x = x0; x < x0 + kCountPer && x < width; x++)
+        n += pixels(x, y) ? 1u : 0u;
+    for (int off = 16; off > 0; off >>= 1)
+        n += __shfl_down_sync(kFull, n, off);
+    if ((threadIdx.x & 31) == 0)
+        warp_sums[threadIdx.x / 32] = n;
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        unsigned long long sum = 0;
+        for (int k = 0; k < kThreads / 32; k++)
+            sum += warp_sums[k];
+        if (sum != 0)
+            atomicAdd(total, sum);
+    }
 }
 
 unsigned blocks_for(size_t n)
@@ -488,19 +538,46 @@ extern "C" size_t fm_cc_work_bytes(int width, int height, int connectivity)
     return carve(layout_of(width, height, connectivity), nullptr, &w);
 }
 
+/* The launchers' shared check of a mask and its zone. */
+bool valid_inputs(const fm_image &mask, const fm_image &zone)
+{
+    return mask.data != nullptr && mask.channels == 1 && mask.elem_size == 1 && mask.width > 0
+           && mask.height > 0 && (size_t)mask.width <= mask.pitch
+           && mask.width <= FM_CC_MAX_SIDE && mask.height <= FM_CC_MAX_SIDE
+           && (zone.data == nullptr
+               || (zone.width == mask.width && zone.height == mask.height
+                   && zone.channels == 1 && zone.elem_size == 1
+                   && (size_t)zone.width <= zone.pitch));
+}
+
+extern "C" cudaError_t fm_launch_count_foreground(fm_image mask, unsigned char foreground,
+                                                  fm_image zone, void *out,
+                                                  cudaStream_t stream)
+{
+    if (!valid_inputs(mask, zone) || out == nullptr)
+        return cudaErrorInvalidValue;
+    fm_cc_header *header = static_cast<fm_cc_header *>(out);
+    cudaError_t err = cudaMemsetAsync(header, 0, sizeof *header, stream);
+    if (err != cudaSuccess)
+        return err;
+    const Pixels pixels{static_cast<const unsigned char *>(mask.data),
+                        static_cast<const unsigned char *>(zone.data), mask.pitch, zone.pitch,
+                        foreground};
+    const dim3 grid(fm_div_up((unsigned)mask.width, (unsigned)(kThreads * kCountPer)),
+                    (unsigned)mask.height);
+    count_kernel<<<grid, kThreads, 0, stream>>>(
+        pixels, mask.width, reinterpret_cast<unsigned long long *>(&header->pixels));
+    return cudaGetLastError();
+}
+
 extern "C" cudaError_t fm_launch_components(fm_image mask, unsigned char foreground,
                                             fm_image zone, int connectivity,
                                             long long min_area, void *work, void *out,
-                                            cudaStream_t stream)
+                                            size_t read_rows, cudaStream_t stream)
 {
-    if (mask.data == nullptr || work == nullptr || out == nullptr || mask.channels != 1
-        || mask.elem_size != 1 || mask.width <= 0 || mask.height <= 0
-        || (zone.data != nullptr
-            && (zone.width != mask.width || zone.height != mask.height || zone.channels != 1
-                || zone.elem_size != 1 || (size_t)zone.width > zone.pitch))
+    if (!valid_inputs(mask, zone) || work == nullptr || out == nullptr
         || (connectivity != 4 && connectivity != 8)
-        || (long long)(mask.width + 1LL) * (mask.height + 1LL) >= (1LL << 30)
-        || (size_t)mask.width > mask.pitch || mask.height > 65535)
+        || (long long)(mask.width + 1LL) * (mask.height + 1LL) >= (1LL << 30))
         return cudaErrorInvalidValue;
     const Layout l = layout_of(mask.width, mask.height, connectivity);
     Work w;
@@ -553,7 +630,7 @@ extern "C" cudaError_t fm_launch_components(fm_image mask, unsigned char foregro
     scan_totals_kernel<<<1, kTotalsThreads, 0, stream>>>(w.region_totals, (int)l.region_blocks,
                                                          &header->kept, nullptr);
     rows_kernel<<<blocks_for(l.regions), kThreads, 0, stream>>>(
-        w.stats, &header->regions, min_area, w.keep_ids, w.region_totals, regions, rows,
-        pixels_sum);
+        w.stats, header, min_area, w.keep_ids, w.region_totals, regions,
+        (int)(read_rows < l.regions ? read_rows : l.regions), rows);
     return cudaGetLastError();
 }

@@ -15,12 +15,16 @@
 
 #include "image.h"
 
-/* One region as the host reads it: OpenCV's CC_STAT_LEFT, TOP, WIDTH,
- * HEIGHT and AREA, and its pixels' coordinates summed (the centroid is each
- * sum over the area, divided on the host in double as OpenCV divides). */
+/* One region as the host reads it, in 24 bytes, so that the header and 40
+ * rows come back in one copy of under 1000 bytes: OpenCV's CC_STAT_LEFT,
+ * TOP, WIDTH and HEIGHT (16 bits: the mask is at most 65535 pixels wide and
+ * high) and AREA, then its pixels' x and y coordinates summed, 48 bits each
+ * (a sum stays below 65535 * 2^30), low half-word first. The centroid is each
+ * sum over the area, divided on the host in double as OpenCV divides. */
 typedef struct fm_cc_row {
-    int32_t x, y, width, height, area, unused;
-    uint64_t sum_x, sum_y;
+    uint16_t x, y, width, height;
+    uint32_t area;
+    uint16_t sum_x[3], sum_y[3];
 } fm_cc_row;
 
 /* The output's first slot, a row's size: how many regions were found, how
@@ -29,8 +33,11 @@ typedef struct fm_cc_row {
 typedef struct fm_cc_header {
     int32_t regions, kept;
     uint64_t pixels;
-    int32_t unused[6];
+    int32_t unused[2];
 } fm_cc_header;
+
+/* The largest mask side the rows can hold. */
+#define FM_CC_MAX_SIDE 65535
 
 #ifdef __cplusplus
 extern "C" {
@@ -47,13 +54,23 @@ size_t fm_cc_work_bytes(int width, int height, int connectivity);
  * `foreground`, and nonzero in `zone` (the same size; zone.data NULL: every
  * pixel), with `connectivity` 4 or 8 and writes to `out` (device memory: a
  * header, then fm_cc_max_regions rows) the header and, in OpenCV's order,
- * one row per region of at least `min_area` pixels. `work` is
+ * one row per region of at least `min_area` pixels, then zero rows up to
+ * `read_rows` (what the host reads before it knows the count). `work` is
  * fm_cc_work_bytes of device memory, 256-byte aligned. (W + 1) * (H + 1)
- * below 2^30, H at most 65535.
+ * below 2^30, W and H at most FM_CC_MAX_SIDE.
  */
 cudaError_t fm_launch_components(fm_image mask, unsigned char foreground, fm_image zone,
                                  int connectivity, long long min_area, void *work, void *out,
-                                 cudaStream_t stream);
+                                 size_t read_rows, cudaStream_t stream);
+
+/*
+ * Counts the pixels of `mask` equal to `foreground` (and nonzero in `zone`,
+ * as above) into the header's `pixels`, its other fields zero: a region
+ * step that needs only a zone's score. `out` is a header's worth of device
+ * memory. W and H at most FM_CC_MAX_SIDE.
+ */
+cudaError_t fm_launch_count_foreground(fm_image mask, unsigned char foreground, fm_image zone,
+                                       void *out, cudaStream_t stream);
 
 #ifdef __cplusplus
 }

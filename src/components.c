@@ -10,8 +10,14 @@
 _Static_assert(sizeof(fm_cc_header) == sizeof(fm_cc_row), "the header takes a row's slot");
 
 /* Rows read with the header before the count is known, at least: a header
- * and 24 rows make 1000 bytes. */
-#define FIRST_ROWS_MIN 24
+ * and 40 rows make 984 bytes. */
+#define FIRST_ROWS_MIN 40
+
+/* A row's 48-bit coordinate sum. */
+static uint64_t sum48(const uint16_t *v)
+{
+    return (uint64_t)v[0] | (uint64_t)v[1] << 16 | (uint64_t)v[2] << 32;
+}
 
 /* Copies `bytes` from device `src` into pinned `dst` (owned by `owner`) on
  * `stream` and waits for that copy alone. A wait cut short (Ctrl-C) leaves
@@ -66,8 +72,8 @@ static PyObject *regions_of(const fm_cc_row *rows, int n, unsigned long long pix
             s[5 * i + 2] = r->width;
             s[5 * i + 3] = r->height;
             s[5 * i + 4] = r->area;
-            c[2 * i] = (double)r->sum_x / (double)r->area;
-            c[2 * i + 1] = (double)r->sum_y / (double)r->area;
+            c[2 * i] = (double)sum48(r->sum_x) / (double)r->area;
+            c[2 * i + 1] = (double)sum48(r->sum_y) / (double)r->area;
         }
         result = Py_BuildValue("(OOK)", stats, centroids, pixels);
     }
@@ -78,21 +84,73 @@ static PyObject *regions_of(const fm_cc_row *rows, int n, unsigned long long pix
 
 /* What the launcher cannot index: with 8-connectivity a mask of W x H has
  * 4 * ceil(W / 2) * ceil(H / 2) slots, at most (W + 1) * (H + 1); the rows
- * are the grid's y. */
+ * are the grid's y, and a row's coordinates are 16 bits. */
 static int too_large(int width, int height)
 {
-    return (long long)(width + 1LL) * (height + 1LL) >= (1LL << 30) || height > 65535;
+    return (long long)(width + 1LL) * (height + 1LL) >= (1LL << 30) || width > FM_CC_MAX_SIDE
+           || height > FM_CC_MAX_SIDE;
+}
+
+static void refuse_size(int width, int height)
+{
+    PyErr_Format(PyExc_ValueError, "the mask is %dx%d: the GPU labels fewer than 2^30 pixels "
+                 "(counted with one more row and column), at most %d wide and high", width,
+                 height, FM_CC_MAX_SIDE);
+}
+
+/* Queues the count of the foreground pixels (in the zone) and reads back
+ * only the header: (None, None, pixels). */
+static PyObject *count_pixels(fm_state *st, fm_GpuMat *mask, fm_GpuMat *zone, int foreground,
+                              fm_Stream *stream, fm_call *call)
+{
+    PyObject *result = NULL;
+    fm_DeviceBuffer *out = fm_device_buffer_alloc(st, stream->device, sizeof(fm_cc_header),
+                                                  "the foreground count");
+    fm_PinnedBuffer *back = out != NULL ? fm_pinned_buffer_new(st, sizeof(fm_cc_header)) : NULL;
+    if (back == NULL
+        || fm_device_buffer_use(st, mask->buffer, stream, FM_USE_AFTER_EARLIER) < 0
+        || (zone != NULL
+            && fm_device_buffer_use(st, zone->buffer, stream, FM_USE_AFTER_EARLIER) < 0)
+        || fm_device_buffer_use(st, out, stream, FM_USE_RELEASE_AFTER) < 0
+        || fm_call_gpu_begin(st, call) < 0)
+        goto done;
+    fm_call_gpu_submitted(call);
+    const fm_image no_zone = {0};
+    cudaError_t err = fm_launch_count_foreground(fm_gpumat_image(mask), (unsigned char)foreground,
+                                                 zone != NULL ? fm_gpumat_image(zone) : no_zone,
+                                                 out->ptr, stream->handle);
+    if (err != cudaSuccess) {
+        fm_cuda_error(st, err, "counting the foreground of a %dx%d mask", mask->shape.height,
+                      mask->shape.width);
+        goto done;
+    }
+    (void)fm_call_gpu_end(st, call);
+    if (read_back(st, stream, back->ptr, out->ptr, sizeof(fm_cc_header), (PyObject *)back,
+                  call) < 0)
+        goto done;
+    const int64_t pixels = mask->shape.height * (int64_t)mask->shape.width;
+    fm_call_bytes(call, pixels * (zone != NULL ? 2 : 1), (int64_t)sizeof(fm_cc_header));
+    result = Py_BuildValue("(OOK)", Py_None, Py_None,
+                           (unsigned long long)((const fm_cc_header *)back->ptr)->pixels);
+done:
+    Py_XDECREF(out);
+    Py_XDECREF(back);
+    return result;
 }
 
 /* _connected_components(mask, connectivity, min_area, foreground, /, *,
- * stream, zone=None, timer=None) -> (stats, centroids, pixels) */
+ * stream, zone=None, timer=None, rows=-1, count=False)
+ *     -> (stats, centroids, pixels)
+ * rows: the rows read with the header before the count is known (the rest
+ * follow in a second copy); -1: FIRST_ROWS_MIN, or what the last such call
+ * found if more. count: only the pixels are counted, (None, None, pixels). */
 static PyObject *connected_components(PyObject *module, PyObject *args, PyObject *kwargs)
 {
-    static char *kwlist[] = {"", "", "", "", "stream", "zone", "timer", NULL};
+    static char *kwlist[] = {"", "", "", "", "stream", "zone", "timer", "rows", "count", NULL};
     static const fm_image_rule mask_rule = {FM_DTYPE_BIT(NPY_UINT8), FM_CHANNELS_BIT(1)};
     fm_state *st = fm_state_of_module(module);
     PyObject *mask_arg, *stream_arg = NULL, *zone_arg = Py_None, *timer = NULL, *result = NULL;
-    int connectivity, foreground;
+    int connectivity, foreground, rows_asked = -1, count = 0;
     long long min_area;
     fm_GpuMat *mask = NULL, *zone = NULL;
     fm_DeviceBuffer *work = NULL, *out = NULL;
@@ -100,15 +158,15 @@ static PyObject *connected_components(PyObject *module, PyObject *args, PyObject
     fm_device_guard guard;
     fm_call call;
 
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OiLi|$OOO:_connected_components", kwlist,
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OiLi|$OOOip:_connected_components", kwlist,
                                      &mask_arg, &connectivity, &min_area, &foreground,
-                                     &stream_arg, &zone_arg, &timer))
+                                     &stream_arg, &zone_arg, &timer, &rows_asked, &count))
         return NULL;
     if ((connectivity != 4 && connectivity != 8) || foreground < 0 || foreground > 255
-        || min_area < 0) {
+        || min_area < 0 || rows_asked < -1) {
         PyErr_Format(PyExc_ValueError, "connectivity must be 4 or 8 (got %d), foreground "
-                     "0 to 255 (got %d), min_area at least 0 (got %lld)", connectivity,
-                     foreground, min_area);
+                     "0 to 255 (got %d), min_area at least 0 (got %lld), rows -1 or more "
+                     "(got %d)", connectivity, foreground, min_area, rows_asked);
         return NULL;
     }
     fm_host_image host;
@@ -133,16 +191,14 @@ static PyObject *connected_components(PyObject *module, PyObject *args, PyObject
         }
     }
     if (too_large(w, h)) {
-        PyErr_Format(PyExc_ValueError, "the mask is %dx%d: the GPU labels fewer than 2^30 "
-                     "pixels (counted with one more row and column) in at most 65535 rows",
-                     w, h);
+        refuse_size(w, h);
         return NULL;
     }
     fm_Stream *stream = fm_require_stream(st, stream_arg, -1);
     if (stream == NULL || fm_stream_hold(stream) < 0)
         return NULL;
-    if (fm_call_begin(st, &call, "connected_components", "kernel components", timer, stream,
-                      h, w, 1) < 0) {
+    if (fm_call_begin(st, &call, count ? "foreground_pixels" : "connected_components",
+                      count ? "kernel count" : "kernel components", timer, stream, h, w, 1) < 0) {
         fm_stream_unhold(stream);
         return NULL;
     }
@@ -157,9 +213,7 @@ static PyObject *connected_components(PyObject *module, PyObject *args, PyObject
         goto done;
     const int height = mask->shape.height, width = mask->shape.width;
     if (too_large(width, height)) {
-        PyErr_Format(PyExc_ValueError, "the mask is %dx%d: the GPU labels fewer than 2^30 "
-                     "pixels (counted with one more row and column) in at most 65535 rows",
-                     width, height);
+        refuse_size(width, height);
         goto done;
     }
     if (zone_arg != Py_None) {
@@ -172,10 +226,15 @@ static PyObject *connected_components(PyObject *module, PyObject *args, PyObject
             goto done;
         }
     }
+    if (count) {
+        result = count_pixels(st, mask, zone, foreground, stream, &call);
+        goto done;
+    }
     const size_t max_rows = fm_cc_max_regions(width, height, connectivity);
     const size_t out_bytes = sizeof(fm_cc_header) + max_rows * sizeof(fm_cc_row);
-    size_t first_rows = st->components_rows > FIRST_ROWS_MIN ? st->components_rows
-                                                              : FIRST_ROWS_MIN;
+    size_t first_rows = rows_asked >= 0 ? (size_t)rows_asked
+                        : st->components_rows > FIRST_ROWS_MIN ? st->components_rows
+                                                               : FIRST_ROWS_MIN;
     if (first_rows > max_rows)
         first_rows = max_rows;
     /* the scratch and the rows from fastmog's pool: they go back once the
@@ -199,7 +258,7 @@ static PyObject *connected_components(PyObject *module, PyObject *args, PyObject
     cudaError_t err = fm_launch_components(fm_gpumat_image(mask), (unsigned char)foreground,
                                            zone != NULL ? fm_gpumat_image(zone) : no_zone,
                                            connectivity, min_area, work->ptr, out->ptr,
-                                           stream->handle);
+                                           first_rows, stream->handle);
     if (err != cudaSuccess) {
         fm_cuda_error(st, err, "labelling a %dx%d mask", height, width);
         goto done;
@@ -233,7 +292,8 @@ static PyObject *connected_components(PyObject *module, PyObject *args, PyObject
         rows = (const fm_cc_row *)rest->ptr;
         read += more * sizeof(fm_cc_row);
     }
-    st->components_rows = (size_t)kept;
+    if (rows_asked < 0)
+        st->components_rows = (size_t)kept;
     /* what the GPU read (the mask, the zone) and what came back to the host */
     fm_call_bytes(&call, (int64_t)width * height * (zone != NULL ? 2 : 1), (int64_t)read);
     result = regions_of(rows, kept, pixels);

@@ -25,11 +25,24 @@ def connected_components(mask, *, stream, connectivity=8, min_area=0, foreground
 
 
 def regions_and_pixels(mask, *, stream, connectivity=8, min_area=0, foreground=255, zone=None,
-                       timer=None):
+                       timer=None, rows=-1):
     """connected_components, and how many pixels all the regions hold (the
-    small ones too): a zone's foreground count, from the same pass."""
+    small ones too): a zone's foreground count, from the same pass. rows:
+    the rows read back with the count before it is known (-1: fastmog's
+    guess); a caller that knows its scene (the last count of the same zone)
+    makes the first copy fit it."""
     connectivity, min_area, foreground = _regions.check_options(connectivity, min_area,
                                                                 foreground)
     stats, centroids, pixels = _fastmog._connected_components(
-        mask, connectivity, min_area, foreground, stream=stream, zone=zone, timer=timer)
+        mask, connectivity, min_area, foreground, stream=stream, zone=zone, timer=timer,
+        rows=rows)
     return Regions(len(stats), stats, centroids), pixels
+
+
+def foreground_pixels(mask, *, stream, foreground=255, zone=None, timer=None):
+    """How many pixels of `mask` equal `foreground` (and are nonzero in
+    `zone`), counted on the GPU without labelling them; only the count
+    comes back."""
+    _, _, pixels = _fastmog._connected_components(mask, 8, 0, foreground, stream=stream,
+                                                  zone=zone, timer=timer, count=True)
+    return pixels

@@ -98,26 +98,70 @@ def test_the_call_is_timed_and_counts_what_leaves_the_gpu(rng, stream):
     got = fastmog.connected_components(dev, stream=stream, timer=t)
     (r,) = [r for r in t.records if r.name == "connected_components"]
     assert r.gpu_ms is not None and r.gpu_ms > 0
-    # the mask read; the header and the rows read back (at least 24 in the first copy)
+    # the mask read; the header and the rows read back (at least 40 in the first copy)
     assert r.bytes_read == 120 * 160
-    assert r.bytes_written == 40 * (1 + max(got.count, 24))
+    assert r.bytes_written == 24 * (1 + max(got.count, 40))
 
 
-def test_up_to_24_regions_come_back_in_1000_bytes(stream):
+def test_up_to_40_regions_come_back_in_1000_bytes(stream):
+    # the issue asks for 32 regions in 1 KB; rows of 24 bytes and a header
+    # of one row's size bring 40 in the first copy
     def squares(n):
-        m = np.zeros((64, 400), np.uint8)
+        m = np.zeros((64, 500), np.uint8)
         for k in range(n):
             m[10:14, 10 * k + 2:10 * k + 6] = 255
         return m
 
     t = fastmog.Timer(nvtx=False)
     fastmog.connected_components(squares(0), stream=stream)     # the last call found none
-    for n, sent in ((20, 1000), (24, 1000), (30, 40 * 25 + 40 * 6), (5, 40 * 31)):
+    for n, sent in ((20, 984), (32, 984), (40, 984), (46, 24 * 41 + 24 * 6), (5, 24 * 47)):
         got = fastmog.connected_components(squares(n), stream=stream, timer=t)
         assert got.count == n
-        # a header and max(24, what the last call found) rows, then the rest
+        assert got.stats[:, 4].tolist() == [16] * n
+        # a header and max(40, what the last call found) rows, then the rest
         (last,) = [r for r in t.records if r.name == "connected_components"][-1:]
         assert last.bytes_written == sent, n
+
+
+def test_sides_of_65535_hold_in_the_rows_and_wider_is_refused(stream):
+    # a row's coordinates are 16 bits; the centroid's sums 48
+    mask = np.zeros((2, 65535), np.uint8)
+    mask[:, 65000:] = 255
+    got = fastmog.connected_components(mask, stream=stream)
+    want = fastmog.cpu.connected_components(mask)
+    np.testing.assert_array_equal(got.stats, want.stats)
+    np.testing.assert_array_equal(got.centroids, want.centroids)
+    assert got.stats.tolist() == [[65000, 0, 535, 2, 1070]]
+    with pytest.raises(ValueError, match="65535 wide"):
+        fastmog.connected_components(np.zeros((2, 65536), np.uint8), stream=stream)
+
+
+def test_the_foreground_is_counted_without_labelling(rng, stream):
+    from fastmog._components import foreground_pixels, regions_and_pixels
+    t = fastmog.Timer(nvtx=False)
+    for h, w in ((1, 1), (37, 5000), (480, 640), (2160, 3840)):
+        mask = rng.choice(np.array([0, 127, 255], np.uint8), (h, w))
+        zone = (rng.random((h, w)) < 0.5).astype(np.uint8)
+        dev = fastmog.GpuMat.from_array(mask, stream=stream)
+        assert foreground_pixels(dev, stream=stream, timer=t) == np.count_nonzero(mask == 255)
+        assert foreground_pixels(dev, stream=stream, foreground=127, zone=zone) == \
+            np.count_nonzero((mask == 127) & (zone != 0))
+        _, pixels = regions_and_pixels(dev, stream=stream, zone=zone)
+        assert pixels == np.count_nonzero((mask == 255) & (zone != 0))
+    counts = [r for r in t.records if r.name == "foreground_pixels"]
+    assert len(counts) == 4 and all(r.bytes_written == 24 for r in counts)
+
+
+def test_a_first_read_of_the_rows_asked(stream):
+    from fastmog._components import regions_and_pixels
+    mask = np.zeros((16, 200), np.uint8)
+    mask[4:8, 2:198:6] = 255                  # 33 one-pixel-wide bars
+    t = fastmog.Timer(nvtx=False)
+    for rows, sent in ((40, 24 * 41), (33, 24 * 34), (3, 24 * 4 + 24 * 30), (0, 24 + 24 * 33)):
+        regions, _ = regions_and_pixels(mask, stream=stream, rows=rows, timer=t)
+        assert regions.count == 33
+        assert [r for r in t.records if r.name == "connected_components"][-1].bytes_written \
+            == sent, rows
 
 
 def test_bad_input_is_refused_before_any_work(rng, stream):

@@ -57,6 +57,35 @@ def test_every_frame_equals_the_host_detectors(rng, stream, options):
     assert gpu.events == host.events and host.events
 
 
+def test_what_leaves_the_gpu_fits_a_kilobyte_for_up_to_32_regions(stream):
+    # two zones: the whole frame's fraction is a count (one header back), each
+    # zone's first copy holds its last frame's regions and a few more
+    h, w = 96, 400
+    zones = [[(0, 0), (199, 0), (199, 95), (0, 95)], [(200, 0), (399, 0), (399, 95), (200, 95)]]
+    det = fastmog.MotionDetector(zones=zones, morphology=None)
+    mask = np.zeros((h, w), np.uint8)
+    for k in range(32):                      # 32 squares, 16 in each zone
+        x = 200 * (k // 16) + 12 * (k % 16) + 2
+        mask[10:15, x:x + 5] = 255
+    dev = fastmog.GpuMat.from_array(mask, stream=stream)
+    det.update(dev, stream=stream)           # the first frame learns the counts
+    t = fastmog.Timer(nvtx=False)
+    m = det.update(dev, stream=stream, timer=t)
+    want = cpu.MotionDetector(zones=zones, morphology=None)
+    want.update(mask)
+    assert_same_frame(m, want.update(mask))
+    counts = [z.regions.count for z in m.zones]
+    assert counts == [16, 16]
+    back = {r.name: [] for r in t.records}
+    for r in t.records:
+        back[r.name].append(r.bytes_written)
+    assert back["foreground_pixels"] == [24]
+    assert back["connected_components"] == [24 * (1 + c + 2) for c in counts]
+    sent = sum(r.bytes_written for r in t.records
+               if r.name in ("foreground_pixels", "connected_components"))
+    assert sent <= 1024, sent
+
+
 def test_a_real_sequence(data_dir, stream):
     sub = fastmog.BackgroundSubtractorMOG2()
     host = cpu.MotionDetector(zones=POLYGONS[:2], min_area=6)
