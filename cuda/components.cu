@@ -520,6 +520,27 @@ __global__ void count_kernel(Pixels pixels, int width, unsigned long long *total
     }
 }
 
+/* Each pixel's label: its kept region's number from 1, 0 for background and
+ * the regions under min_area (OpenCV's label image, renumbered as the rows
+ * are). */
+__global__ void labels_kernel(Ranks ranks, const int *parent, const int *ids, const Stat *stats,
+                              long long min_area, const int *keep_ids, const int *totals,
+                              char *labels, size_t pitch)
+{
+    const int x = (int)(blockIdx.x * blockDim.x + threadIdx.x);
+    const int y = (int)(blockIdx.y * blockDim.y + threadIdx.y);
+    if (x >= ranks.width || y >= ranks.height)
+        return;
+    int label = 0;
+    const int root = parent[ranks.of(x, y)];
+    if (root >= 0) {
+        const int id = ids[root];
+        if ((long long)stats[id].area >= min_area)
+            label = keep_ids[id] + totals[id / kScanBlock] + 1;
+    }
+    reinterpret_cast<int *>(labels + (size_t)y * pitch)[x] = label;
+}
+
 unsigned blocks_for(size_t n)
 {
     return (unsigned)((n + kThreads - 1) / kThreads);
@@ -573,9 +594,14 @@ extern "C" cudaError_t fm_launch_count_foreground(fm_image mask, unsigned char f
 extern "C" cudaError_t fm_launch_components(fm_image mask, unsigned char foreground,
                                             fm_image zone, int connectivity,
                                             long long min_area, void *work, void *out,
-                                            size_t read_rows, cudaStream_t stream)
+                                            size_t read_rows, fm_image labels,
+                                            cudaStream_t stream)
 {
     if (!valid_inputs(mask, zone) || work == nullptr || out == nullptr
+        || (labels.data != nullptr
+            && (labels.width != mask.width || labels.height != mask.height
+                || labels.channels != 1 || labels.elem_size != 4
+                || (size_t)labels.width * 4 > labels.pitch))
         || (connectivity != 4 && connectivity != 8)
         || (long long)(mask.width + 1LL) * (mask.height + 1LL) >= (1LL << 30))
         return cudaErrorInvalidValue;
@@ -632,5 +658,10 @@ extern "C" cudaError_t fm_launch_components(fm_image mask, unsigned char foregro
     rows_kernel<<<blocks_for(l.regions), kThreads, 0, stream>>>(
         w.stats, header, min_area, w.keep_ids, w.region_totals, regions,
         (int)(read_rows < l.regions ? read_rows : l.regions), rows);
+    if (labels.data != nullptr)
+        labels_kernel<<<dim3(fm_div_up((unsigned)mask.width, tile.x),
+                             fm_div_up((unsigned)mask.height, tile.y)), tile, 0, stream>>>(
+            ranks, w.parent, w.ids, w.stats, min_area, w.keep_ids, w.region_totals,
+            static_cast<char *>(labels.data), labels.pitch);
     return cudaGetLastError();
 }

@@ -55,13 +55,15 @@ size_t fm_cc_work_bytes(int width, int height, int connectivity);
  * pixel), with `connectivity` 4 or 8 and writes to `out` (device memory: a
  * header, then fm_cc_max_regions rows) the header and, in OpenCV's order,
  * one row per region of at least `min_area` pixels, then zero rows up to
- * `read_rows` (what the host reads before it knows the count). `work` is
- * fm_cc_work_bytes of device memory, 256-byte aligned. (W + 1) * (H + 1)
- * below 2^30, W and H at most FM_CC_MAX_SIDE.
+ * `read_rows` (what the host reads before it knows the count); with
+ * `labels` (W x H int32; data NULL: none), each pixel's kept region number
+ * from 1, 0 elsewhere, as OpenCV's label image. `work` is fm_cc_work_bytes
+ * of device memory, 256-byte aligned. (W + 1) * (H + 1) below 2^30, W and H
+ * at most FM_CC_MAX_SIDE.
  */
 cudaError_t fm_launch_components(fm_image mask, unsigned char foreground, fm_image zone,
                                  int connectivity, long long min_area, void *work, void *out,
-                                 size_t read_rows, cudaStream_t stream);
+                                 size_t read_rows, fm_image labels, cudaStream_t stream);
 
 /*
  * Counts the pixels of `mask` equal to `foreground` (and nonzero in `zone`,

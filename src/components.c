@@ -53,10 +53,12 @@ static int read_back(fm_state *st, fm_Stream *stream, void *dst, const void *src
     return rc;
 }
 
-/* (stats N x 5 int32, centroids N x 2 float64, pixels) from `n` rows: each
- * centroid is a coordinate sum over the area, in double, as OpenCV divides;
- * pixels, those of every region, the small ones too. */
-static PyObject *regions_of(const fm_cc_row *rows, int n, unsigned long long pixels)
+/* (stats N x 5 int32, centroids N x 2 float64, pixels, labels) from `n`
+ * rows: each centroid is a coordinate sum over the area, in double, as
+ * OpenCV divides; pixels, those of every region, the small ones too;
+ * labels, the label image or None. */
+static PyObject *regions_of(const fm_cc_row *rows, int n, unsigned long long pixels,
+                            PyObject *labels)
 {
     npy_intp sdims[2] = {n, 5}, cdims[2] = {n, 2};
     PyObject *stats = PyArray_SimpleNew(2, sdims, NPY_INT32);
@@ -75,7 +77,7 @@ static PyObject *regions_of(const fm_cc_row *rows, int n, unsigned long long pix
             c[2 * i] = (double)sum48(r->sum_x) / (double)r->area;
             c[2 * i + 1] = (double)sum48(r->sum_y) / (double)r->area;
         }
-        result = Py_BuildValue("(OOK)", stats, centroids, pixels);
+        result = Py_BuildValue("(OOKO)", stats, centroids, pixels, labels);
     }
     Py_XDECREF(stats);
     Py_XDECREF(centroids);
@@ -89,6 +91,29 @@ static int too_large(int width, int height)
 {
     return (long long)(width + 1LL) * (height + 1LL) >= (1LL << 30) || width > FM_CC_MAX_SIDE
            || height > FM_CC_MAX_SIDE;
+}
+
+/* What a caller's label image must be, checked before any work: an open
+ * H x W int32 one-channel GpuMat (h and w when known, > 0). */
+static int check_labels(fm_state *st, PyObject *arg, int h, int w)
+{
+    fm_GpuMat *m = fm_gpumat_check_open(st, arg, "labels");
+    if (m == NULL) {
+        PyErr_Clear();
+        PyErr_Format(PyExc_TypeError, "labels must be True, False or an open int32 GpuMat, "
+                     "not %.200s", Py_TYPE(arg)->tp_name);
+        return -1;
+    }
+    if (m->shape.type_num != NPY_INT32 || m->shape.channels != 1) {
+        PyErr_SetString(PyExc_TypeError, "labels must be a one-channel int32 GpuMat");
+        return -1;
+    }
+    if (h > 0 && (m->shape.height != h || m->shape.width != w)) {
+        PyErr_Format(PyExc_ValueError, "labels is %dx%d, the mask %dx%d", m->shape.width,
+                     m->shape.height, w, h);
+        return -1;
+    }
+    return 0;
 }
 
 static void refuse_size(int width, int height)
@@ -130,8 +155,9 @@ static PyObject *count_pixels(fm_state *st, fm_GpuMat *mask, fm_GpuMat *zone, in
         goto done;
     const int64_t pixels = mask->shape.height * (int64_t)mask->shape.width;
     fm_call_bytes(call, pixels * (zone != NULL ? 2 : 1), (int64_t)sizeof(fm_cc_header));
-    result = Py_BuildValue("(OOK)", Py_None, Py_None,
-                           (unsigned long long)((const fm_cc_header *)back->ptr)->pixels);
+    result = Py_BuildValue("(OOKO)", Py_None, Py_None,
+                           (unsigned long long)((const fm_cc_header *)back->ptr)->pixels,
+                           Py_None);
 done:
     Py_XDECREF(out);
     Py_XDECREF(back);
@@ -139,28 +165,33 @@ done:
 }
 
 /* _connected_components(mask, connectivity, min_area, foreground, /, *,
- * stream, zone=None, timer=None, rows=-1, count=False)
- *     -> (stats, centroids, pixels)
+ * stream, zone=None, timer=None, rows=-1, count=False, labels=False)
+ *     -> (stats, centroids, pixels, labels)
  * rows: the rows read with the header before the count is known (the rest
  * follow in a second copy); -1: FIRST_ROWS_MIN, or what the last such call
- * found if more. count: only the pixels are counted, (None, None, pixels). */
+ * found if more. count: only the pixels are counted, (None, None, pixels,
+ * None). labels: False, True (a new int32 GpuMat) or the caller's GpuMat to
+ * fill with the label image; None in the result when False. */
 static PyObject *connected_components(PyObject *module, PyObject *args, PyObject *kwargs)
 {
-    static char *kwlist[] = {"", "", "", "", "stream", "zone", "timer", "rows", "count", NULL};
+    static char *kwlist[] = {"", "", "", "", "stream", "zone", "timer", "rows", "count",
+                             "labels", NULL};
     static const fm_image_rule mask_rule = {FM_DTYPE_BIT(NPY_UINT8), FM_CHANNELS_BIT(1)};
     fm_state *st = fm_state_of_module(module);
     PyObject *mask_arg, *stream_arg = NULL, *zone_arg = Py_None, *timer = NULL, *result = NULL;
+    PyObject *labels_arg = Py_False;
     int connectivity, foreground, rows_asked = -1, count = 0;
     long long min_area;
-    fm_GpuMat *mask = NULL, *zone = NULL;
+    fm_GpuMat *mask = NULL, *zone = NULL, *labels = NULL;
     fm_DeviceBuffer *work = NULL, *out = NULL;
     fm_PinnedBuffer *first = NULL, *rest = NULL;
     fm_device_guard guard;
     fm_call call;
 
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OiLi|$OOOip:_connected_components", kwlist,
-                                     &mask_arg, &connectivity, &min_area, &foreground,
-                                     &stream_arg, &zone_arg, &timer, &rows_asked, &count))
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OiLi|$OOOipO:_connected_components",
+                                     kwlist, &mask_arg, &connectivity, &min_area, &foreground,
+                                     &stream_arg, &zone_arg, &timer, &rows_asked, &count,
+                                     &labels_arg))
         return NULL;
     if ((connectivity != 4 && connectivity != 8) || foreground < 0 || foreground > 255
         || min_area < 0 || rows_asked < -1) {
@@ -194,6 +225,9 @@ static PyObject *connected_components(PyObject *module, PyObject *args, PyObject
         refuse_size(w, h);
         return NULL;
     }
+    if (labels_arg != Py_False && labels_arg != Py_True
+        && check_labels(st, labels_arg, h, w) < 0)
+        return NULL;
     fm_Stream *stream = fm_require_stream(st, stream_arg, -1);
     if (stream == NULL || fm_stream_hold(stream) < 0)
         return NULL;
@@ -230,6 +264,14 @@ static PyObject *connected_components(PyObject *module, PyObject *args, PyObject
         result = count_pixels(st, mask, zone, foreground, stream, &call);
         goto done;
     }
+    if (labels_arg != Py_False) {
+        const fm_image_shape shape = {height, width, 1, 2, NPY_INT32, 0};
+        const fm_image_rule rule = {FM_DTYPE_BIT(NPY_INT32), FM_CHANNELS_BIT(1), height, width,
+                                    "the mask", 1, 0};
+        if ((labels = fm_gpumat_out(st, labels_arg == Py_True ? Py_None : labels_arg, &rule,
+                                    stream->device, &shape)) == NULL)
+            goto done;
+    }
     const size_t max_rows = fm_cc_max_regions(width, height, connectivity);
     const size_t out_bytes = sizeof(fm_cc_header) + max_rows * sizeof(fm_cc_row);
     size_t first_rows = rows_asked >= 0 ? (size_t)rows_asked
@@ -251,14 +293,18 @@ static PyObject *connected_components(PyObject *module, PyObject *args, PyObject
             && fm_device_buffer_use(st, zone->buffer, stream, FM_USE_AFTER_EARLIER) < 0)
         || fm_device_buffer_use(st, work, stream, FM_USE_RELEASE_AFTER) < 0
         || fm_device_buffer_use(st, out, stream, FM_USE_RELEASE_AFTER) < 0
+        || (labels != NULL
+            && fm_device_buffer_use(st, labels->buffer, stream, FM_USE_AFTER_EARLIER) < 0)
         || fm_call_gpu_begin(st, &call) < 0)
         goto done;
     fm_call_gpu_submitted(&call);           /* several launches: see fastmog.h */
-    const fm_image no_zone = {0};
+    const fm_image no_zone = {0}, no_labels = {0};
     cudaError_t err = fm_launch_components(fm_gpumat_image(mask), (unsigned char)foreground,
                                            zone != NULL ? fm_gpumat_image(zone) : no_zone,
                                            connectivity, min_area, work->ptr, out->ptr,
-                                           first_rows, stream->handle);
+                                           first_rows,
+                                           labels != NULL ? fm_gpumat_image(labels) : no_labels,
+                                           stream->handle);
     if (err != cudaSuccess) {
         fm_cuda_error(st, err, "labelling a %dx%d mask", height, width);
         goto done;
@@ -296,11 +342,12 @@ static PyObject *connected_components(PyObject *module, PyObject *args, PyObject
         st->components_rows = (size_t)kept;
     /* what the GPU read (the mask, the zone) and what came back to the host */
     fm_call_bytes(&call, (int64_t)width * height * (zone != NULL ? 2 : 1), (int64_t)read);
-    result = regions_of(rows, kept, pixels);
+    result = regions_of(rows, kept, pixels, labels != NULL ? (PyObject *)labels : Py_None);
 done:
     fm_device_exit(&guard);
     Py_XDECREF(mask);
     Py_XDECREF(zone);
+    Py_XDECREF(labels);
     Py_XDECREF(work);
     Py_XDECREF(out);
     Py_XDECREF(first);

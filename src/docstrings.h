@@ -350,14 +350,16 @@
 
 #define FM_DOC_CONNECTED_COMPONENTS PyDoc_STR( \
     "_connected_components($module, mask, connectivity, min_area, foreground, /, *,\n" \
-    "                      stream, zone=None, timer=None, rows=-1, count=False)\n--\n\n" \
+    "                      stream, zone=None, timer=None, rows=-1, count=False,\n" \
+    "                      labels=False)\n--\n\n" \
     "As _cpu_connected_components on the GPU, queued on `stream` (the mask a GpuMat,\n" \
     "any producer's device memory or a numpy array, uploaded), of the pixels also\n" \
-    "nonzero in `zone` if given: (stats, centroids, pixels of every region). Waits\n" \
+    "nonzero in `zone` if given: (stats, centroids, pixels of every region, the\n" \
+    "label image or None). labels: True for a new int32 GpuMat, or one to fill. Waits\n" \
     "for its own copy of the regions' rows only. rows: how many rows to read with\n" \
     "the header before their count is known (-1: 40, or as many as the last call\n" \
     "that gave none found). count=True: only the foreground pixels are counted,\n" \
-    "(None, None, pixels).")
+    "(None, None, pixels, None).")
 
 #define FM_DOC_CPU_CONNECTED_COMPONENTS PyDoc_STR( \
     "_cpu_connected_components($module, mask, connectivity, min_area, foreground,\n" \

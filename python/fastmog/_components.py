@@ -7,7 +7,7 @@ from .motion._regions import Regions
 
 
 def connected_components(mask, *, stream, connectivity=8, min_area=0, foreground=255,
-                         zone=None, timer=None):
+                         zone=None, labels=False, timer=None):
     """cv2.connectedComponentsWithStats(mask == foreground,
     connectivity=connectivity, ltype=cv2.CV_32S) on the GPU, less its
     background row, queued on `stream`: `mask` an H x W uint8 GpuMat (or any
@@ -17,15 +17,18 @@ def connected_components(mask, *, stream, connectivity=8, min_area=0, foreground
     uint8 mask of the pixels that count (nonzero): the regions of
     (mask == foreground) & (zone != 0). Only the regions' rows come back to
     the host: the call waits for its own copy of them, not for the stream's
-    other work. Returns a fastmog.motion.Regions (labels None: the label
-    image stays on the GPU and is not handed out yet)."""
+    other work. labels=True also gives the label image, OpenCV's numbering
+    (0: background or a dropped region), as an H x W int32 GpuMat that stays
+    on the GPU, written in `stream`'s order; pass a GpuMat of that shape
+    instead to have it filled (nothing allocated per frame). Returns a
+    fastmog.motion.Regions."""
     return regions_and_pixels(mask, stream=stream, connectivity=connectivity,
                               min_area=min_area, foreground=foreground, zone=zone,
-                              timer=timer)[0]
+                              labels=labels, timer=timer)[0]
 
 
 def regions_and_pixels(mask, *, stream, connectivity=8, min_area=0, foreground=255, zone=None,
-                       timer=None, rows=-1):
+                       labels=False, timer=None, rows=-1):
     """connected_components, and how many pixels all the regions hold (the
     small ones too): a zone's foreground count, from the same pass. rows:
     the rows read back with the count before it is known (-1: fastmog's
@@ -33,16 +36,16 @@ def regions_and_pixels(mask, *, stream, connectivity=8, min_area=0, foreground=2
     makes the first copy fit it."""
     connectivity, min_area, foreground = _regions.check_options(connectivity, min_area,
                                                                 foreground)
-    stats, centroids, pixels = _fastmog._connected_components(
+    stats, centroids, pixels, image = _fastmog._connected_components(
         mask, connectivity, min_area, foreground, stream=stream, zone=zone, timer=timer,
-        rows=rows)
-    return Regions(len(stats), stats, centroids), pixels
+        rows=rows, labels=labels)
+    return Regions(len(stats), stats, centroids, image), pixels
 
 
 def foreground_pixels(mask, *, stream, foreground=255, zone=None, timer=None):
     """How many pixels of `mask` equal `foreground` (and are nonzero in
     `zone`), counted on the GPU without labelling them; only the count
     comes back."""
-    _, _, pixels = _fastmog._connected_components(mask, 8, 0, foreground, stream=stream,
-                                                  zone=zone, timer=timer, count=True)
+    _, _, pixels, _ = _fastmog._connected_components(mask, 8, 0, foreground, stream=stream,
+                                                     zone=zone, timer=timer, count=True)
     return pixels

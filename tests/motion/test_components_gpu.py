@@ -136,6 +136,41 @@ def test_sides_of_65535_hold_in_the_rows_and_wider_is_refused(stream):
         fastmog.connected_components(np.zeros((2, 65536), np.uint8), stream=stream)
 
 
+def test_the_label_image_is_the_hosts(rng, stream):
+    # OpenCV's numbering, renumbered after min_area, zone pixels only; a
+    # caller's GpuMat is filled in place (nothing allocated per frame)
+    cases = [((1, 1), {}), ((37, 61), {"connectivity": 4}), ((90, 130), {"min_area": 5}),
+             ((480, 640), {"connectivity": 8, "min_area": 3}), ((200, 333), {"foreground": 127})]
+    for (h, w), options in cases:
+        for trial in range(3):
+            mask = rng.choice(np.array([0, 127, 255], np.uint8), (h, w), p=[0.5, 0.1, 0.4])
+            want = cpu.connected_components(mask, labels=True, **options)
+            got = fastmog.connected_components(mask, stream=stream, labels=True, **options)
+            assert isinstance(got.labels, fastmog.GpuMat) and got.labels.dtype == "int32"
+            np.testing.assert_array_equal(got.labels.download(stream=stream), want.labels)
+            np.testing.assert_array_equal(got.stats, want.stats)
+    mask = random_mask(rng, (64, 96))
+    zone = (rng.random((64, 96)) < 0.6).astype(np.uint8)
+    out = fastmog.GpuMat((64, 96), np.int32)
+    got = fastmog.connected_components(mask, stream=stream, zone=zone, labels=out)
+    assert got.labels is out
+    want = cpu.connected_components(np.where(zone != 0, mask, 0).astype(np.uint8), labels=True)
+    np.testing.assert_array_equal(out.download(stream=stream), want.labels)
+    assert want.labels.max() == got.count > 0
+
+
+def test_a_bad_label_image_is_refused_before_any_work(stream):
+    mask = np.zeros((20, 30), np.uint8)
+    t = fastmog.Timer(nvtx=False)
+    for labels, error, message in ((fastmog.GpuMat((20, 30), np.uint8), TypeError, "int32"),
+                                   (fastmog.GpuMat((20, 31), np.int32), ValueError, "31x20"),
+                                   (np.zeros((20, 30), np.int32), TypeError, "GpuMat"),
+                                   ("yes", TypeError, "True, False")):
+        with pytest.raises(error, match=message):
+            fastmog.connected_components(mask, stream=stream, labels=labels, timer=t)
+    assert not [r for r in t.records if r.gpu_ms is not None]
+
+
 def test_the_foreground_is_counted_without_labelling(rng, stream):
     from fastmog._components import foreground_pixels, regions_and_pixels
     t = fastmog.Timer(nvtx=False)

@@ -14,7 +14,8 @@ class Regions:
     """count regions; stats[i] = (x, y, width, height, area) of region i + 1
     (N x 5 int32, cv2's CC_STAT_LEFT, TOP, WIDTH, HEIGHT, AREA), centroids[i]
     its (x, y) centre (N x 2 float64); labels, when asked for, the H x W int32
-    image of region numbers (0: background, or a region under min_area)."""
+    image of region numbers (0: background, or a region under min_area): a
+    numpy array from the host face, a GpuMat (left on the GPU) from the GPU's."""
 
     count: int
     stats: np.ndarray
