@@ -35,6 +35,7 @@ struct Stat {
  * regions by their first pixel: the rank is the raster index. */
 struct Ranks {
     int width, height, eight, blocks_w;
+    int band;           /* rows of one image of a stack (even), or height */
 
     __device__ int of(int x, int y) const
     {
@@ -241,7 +242,7 @@ __global__ void merge_kernel(Ranks ranks, int *parent)
         return;
     auto fg = [&](int px, int py) { return parent[ranks.of(px, py)] >= 0; };
     const bool left = x > 0 && fg(x - 1, y);
-    const bool up = y > 0 && fg(x, y - 1);
+    const bool up = y % ranks.band != 0 && fg(x, y - 1);     /* never across images */
     if (!ranks.eight) {
         if (left && (x & 31) == 0)
             unite(parent, r, ranks.of(x - 1, y));
@@ -262,8 +263,8 @@ __global__ void merge_kernel(Ranks ranks, int *parent)
             unite(parent, r, ranks.of(x + 1, y - 1));
         return;
     }
-    if (y == 0)
-        return;
+    if (y % ranks.band == 0)
+        return;                             /* the first row of an image of a stack */
     if (up)
         unite(parent, r, ranks.of(x, y - 1));
     if (x > 0 && !up && !left && fg(x - 1, y - 1))
@@ -495,10 +496,11 @@ __global__ void rows_kernel(const Stat *stats, fm_cc_header *header, long long m
 }
 
 /* Pixels counted a row segment per block: kCountPer pixels a thread, the
- * block's sum added once. */
+ * block's sum added once, to the count of the image of the stack its row
+ * lies in (totals[y / band]). */
 constexpr int kCountPer = 16;
 
-__global__ void count_kernel(Pixels pixels, int width, unsigned long long *total)
+__global__ void count_kernel(Pixels pixels, int width, int band, unsigned long long *totals)
 {
     __shared__ unsigned warp_sums[kThreads / 32];
     const int y = (int)blockIdx.y;
@@ -516,7 +518,7 @@ __global__ void count_kernel(Pixels pixels, int width, unsigned long long *total
         for (int k = 0; k < kThreads / 32; k++)
             sum += warp_sums[k];
         if (sum != 0)
-            atomicAdd(total, sum);
+            atomicAdd(&totals[y / band], sum);
     }
 }
 
@@ -587,17 +589,19 @@ extern "C" cudaError_t fm_launch_count_foreground(fm_image mask, unsigned char f
     const dim3 grid(fm_div_up((unsigned)mask.width, (unsigned)(kThreads * kCountPer)),
                     (unsigned)mask.height);
     count_kernel<<<grid, kThreads, 0, stream>>>(
-        pixels, mask.width, reinterpret_cast<unsigned long long *>(&header->pixels));
+        pixels, mask.width, mask.height, reinterpret_cast<unsigned long long *>(&header->pixels));
     return cudaGetLastError();
 }
 
 extern "C" cudaError_t fm_launch_components(fm_image mask, unsigned char foreground,
                                             fm_image zone, int connectivity,
-                                            long long min_area, void *work, void *out,
-                                            size_t read_rows, fm_image labels,
+                                            long long min_area, int images, void *work,
+                                            void *out, size_t read_rows, fm_image labels,
                                             cudaStream_t stream)
 {
-    if (!valid_inputs(mask, zone) || work == nullptr || out == nullptr
+    if (!valid_inputs(mask, zone) || work == nullptr || out == nullptr || images < 1
+        || mask.height % images != 0
+        || (images > 1 && ((mask.height / images) % 2 != 0 || labels.data != nullptr))
         || (labels.data != nullptr
             && (labels.width != mask.width || labels.height != mask.height
                 || labels.channels != 1 || labels.elem_size != 4
@@ -609,9 +613,11 @@ extern "C" cudaError_t fm_launch_components(fm_image mask, unsigned char foregro
     Work w;
     carve(l, static_cast<char *>(work), &w);
     fm_cc_header *header = static_cast<fm_cc_header *>(out);
-    fm_cc_row *rows = reinterpret_cast<fm_cc_row *>(header + 1);
+    const size_t count_slots = fm_cc_count_slots(images);
+    fm_cc_row *rows = reinterpret_cast<fm_cc_row *>(header + 1) + count_slots;
     unsigned long long *pixels_sum = reinterpret_cast<unsigned long long *>(&header->pixels);
-    const Ranks ranks{mask.width, mask.height, connectivity == 8, (mask.width + 1) / 2};
+    const int band = mask.height / images;
+    const Ranks ranks{mask.width, mask.height, connectivity == 8, (mask.width + 1) / 2, band};
     const int slots = (int)l.slots, regions = (int)l.regions;
     cudaError_t err;
 
@@ -619,6 +625,16 @@ extern "C" cudaError_t fm_launch_components(fm_image mask, unsigned char foregro
     const Pixels pixels{static_cast<const unsigned char *>(mask.data),
                         static_cast<const unsigned char *>(zone.data), mask.pitch, zone.pitch,
                         foreground};
+    if (images > 1) {
+        /* each image's foreground count, after the header */
+        unsigned long long *counts = reinterpret_cast<unsigned long long *>(header + 1);
+        if ((err = cudaMemsetAsync(counts, 0, count_slots * sizeof(fm_cc_row), stream))
+            != cudaSuccess)
+            return err;
+        count_kernel<<<dim3(fm_div_up((unsigned)mask.width, (unsigned)(kThreads * kCountPer)),
+                            (unsigned)mask.height), kThreads, 0, stream>>>(
+            pixels, mask.width, band, counts);
+    }
     if (connectivity == 8) {
         const int blocks_h = (mask.height + 1) / 2;
         init8_kernel<<<dim3(fm_div_up((unsigned)ranks.blocks_w, tile.x),

@@ -39,6 +39,13 @@ typedef struct fm_cc_header {
 /* The largest mask side the rows can hold. */
 #define FM_CC_MAX_SIDE 65535
 
+/* Row slots after the header that a stack of `images` images takes for each
+ * image's foreground count (one uint64 each); none for one image. */
+static inline size_t fm_cc_count_slots(int images)
+{
+    return images > 1 ? ((size_t)images * 8 + sizeof(fm_cc_row) - 1) / sizeof(fm_cc_row) : 0;
+}
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -53,17 +60,25 @@ size_t fm_cc_work_bytes(int width, int height, int connectivity);
  * Labels the pixels of `mask` (W x H, one channel, elem_size 1) equal to
  * `foreground`, and nonzero in `zone` (the same size; zone.data NULL: every
  * pixel), with `connectivity` 4 or 8 and writes to `out` (device memory: a
- * header, then fm_cc_max_regions rows) the header and, in OpenCV's order,
- * one row per region of at least `min_area` pixels, then zero rows up to
- * `read_rows` (what the host reads before it knows the count); with
- * `labels` (W x H int32; data NULL: none), each pixel's kept region number
- * from 1, 0 elsewhere, as OpenCV's label image. `work` is fm_cc_work_bytes
- * of device memory, 256-byte aligned. (W + 1) * (H + 1) below 2^30, W and H
- * at most FM_CC_MAX_SIDE.
+ * header, fm_cc_count_slots(images), then fm_cc_max_regions rows) the
+ * header and, in OpenCV's order, one row per region of at least `min_area`
+ * pixels, then zero rows up to `read_rows` (what the host reads before it
+ * knows the count); with `labels` (W x H int32; data NULL: none), each
+ * pixel's kept region number from 1, 0 elsewhere, as OpenCV's label image.
+ *
+ * images > 1: the mask is a stack of that many images of H / images rows
+ * (an even number), one camera's each: no region crosses from one to the
+ * next, so the rows come image by image, each image's in its own OpenCV
+ * order (their y counted from the top of the stack); each image's
+ * foreground count goes to the count slots. No labels then.
+ *
+ * `work` is fm_cc_work_bytes of device memory, 256-byte aligned.
+ * (W + 1) * (H + 1) below 2^30, W and H at most FM_CC_MAX_SIDE.
  */
 cudaError_t fm_launch_components(fm_image mask, unsigned char foreground, fm_image zone,
-                                 int connectivity, long long min_area, void *work, void *out,
-                                 size_t read_rows, fm_image labels, cudaStream_t stream);
+                                 int connectivity, long long min_area, int images, void *work,
+                                 void *out, size_t read_rows, fm_image labels,
+                                 cudaStream_t stream);
 
 /*
  * Counts the pixels of `mask` equal to `foreground` (and nonzero in `zone`,

@@ -56,9 +56,16 @@ static int read_back(fm_state *st, fm_Stream *stream, void *dst, const void *src
 /* (stats N x 5 int32, centroids N x 2 float64, pixels, labels) from `n`
  * rows: each centroid is a coordinate sum over the area, in double, as
  * OpenCV divides; pixels, those of every region, the small ones too;
- * labels, the label image or None. */
+ * labels, the label image or None.
+ *
+ * A stack of `images` images of `band` rows (images > 1): each row's y and
+ * y sum are its own image's (the sums are exact integers: the centroid is
+ * divided as for that image alone), pixels is the tuple of each image's
+ * foreground count (`counts`), and labels becomes the tuple of the index
+ * of each image's first row and of the end: (stats, centroids, counts,
+ * starts). */
 static PyObject *regions_of(const fm_cc_row *rows, int n, unsigned long long pixels,
-                            PyObject *labels)
+                            PyObject *labels, int images, int band, const uint64_t *counts)
 {
     npy_intp sdims[2] = {n, 5}, cdims[2] = {n, 2};
     PyObject *stats = PyArray_SimpleNew(2, sdims, NPY_INT32);
@@ -67,17 +74,35 @@ static PyObject *regions_of(const fm_cc_row *rows, int n, unsigned long long pix
     if (stats != NULL && centroids != NULL) {
         int32_t *s = PyArray_DATA((PyArrayObject *)stats);
         double *c = PyArray_DATA((PyArrayObject *)centroids);
-        for (int i = 0; i < n; i++) {
+        PyObject *starts = images > 1 ? PyTuple_New(images + 1) : NULL;
+        PyObject *per_image = images > 1 ? PyTuple_New(images) : NULL;
+        int image = 0;
+        for (int i = 0; i < n && (images == 1 || (starts != NULL && per_image != NULL)); i++) {
             const fm_cc_row *r = &rows[i];
+            const int at = images > 1 ? r->y / band : 0;
+            const uint64_t top = (uint64_t)at * (uint64_t)band;
+            for (; image <= at && images > 1; image++)
+                PyTuple_SET_ITEM(starts, image, PyLong_FromLong(i));
             s[5 * i] = r->x;
-            s[5 * i + 1] = r->y;
+            s[5 * i + 1] = (int32_t)(r->y - top);
             s[5 * i + 2] = r->width;
             s[5 * i + 3] = r->height;
             s[5 * i + 4] = r->area;
             c[2 * i] = (double)sum48(r->sum_x) / (double)r->area;
-            c[2 * i + 1] = (double)sum48(r->sum_y) / (double)r->area;
+            c[2 * i + 1] = (double)(sum48(r->sum_y) - top * r->area) / (double)r->area;
         }
-        result = Py_BuildValue("(OOKO)", stats, centroids, pixels, labels);
+        if (images == 1)
+            result = Py_BuildValue("(OOKO)", stats, centroids, pixels, labels);
+        else if (starts != NULL && per_image != NULL) {
+            for (; image <= images; image++)
+                PyTuple_SET_ITEM(starts, image, PyLong_FromLong(n));
+            for (int k = 0; k < images; k++)
+                PyTuple_SET_ITEM(per_image, k, PyLong_FromUnsignedLongLong(counts[k]));
+            if (!PyErr_Occurred())
+                result = Py_BuildValue("(OOOO)", stats, centroids, per_image, starts);
+        }
+        Py_XDECREF(starts);
+        Py_XDECREF(per_image);
     }
     Py_XDECREF(stats);
     Py_XDECREF(centroids);
@@ -111,6 +136,18 @@ static int check_labels(fm_state *st, PyObject *arg, int h, int w)
     if (h > 0 && (m->shape.height != h || m->shape.width != w)) {
         PyErr_Format(PyExc_ValueError, "labels is %dx%d, the mask %dx%d", m->shape.width,
                      m->shape.height, w, h);
+        return -1;
+    }
+    return 0;
+}
+
+/* A stack of `images` images: each of the same even number of rows (a 2x2
+ * block of 8-connectivity never spans two). */
+static int check_stack(int height, int images)
+{
+    if (images > 1 && (height % images != 0 || (height / images) % 2 != 0)) {
+        PyErr_Format(PyExc_ValueError, "a stack of %d images needs a height that is %d times "
+                     "an even number of rows, not %d", images, images, height);
         return -1;
     }
     return 0;
@@ -165,22 +202,24 @@ done:
 }
 
 /* _connected_components(mask, connectivity, min_area, foreground, /, *,
- * stream, zone=None, timer=None, rows=-1, count=False, labels=False)
+ * stream, zone=None, timer=None, rows=-1, count=False, labels=False, images=1)
  *     -> (stats, centroids, pixels, labels)
  * rows: the rows read with the header before the count is known (the rest
  * follow in a second copy); -1: FIRST_ROWS_MIN, or what the last such call
  * found if more. count: only the pixels are counted, (None, None, pixels,
  * None). labels: False, True (a new int32 GpuMat) or the caller's GpuMat to
- * fill with the label image; None in the result when False. */
+ * fill with the label image; None in the result when False. images > 1:
+ * the mask is a stack of that many images (cameras) of an even number of
+ * rows each, labelled apart in one pass; see regions_of for the result. */
 static PyObject *connected_components(PyObject *module, PyObject *args, PyObject *kwargs)
 {
     static char *kwlist[] = {"", "", "", "", "stream", "zone", "timer", "rows", "count",
-                             "labels", NULL};
+                             "labels", "images", NULL};
     static const fm_image_rule mask_rule = {FM_DTYPE_BIT(NPY_UINT8), FM_CHANNELS_BIT(1)};
     fm_state *st = fm_state_of_module(module);
     PyObject *mask_arg, *stream_arg = NULL, *zone_arg = Py_None, *timer = NULL, *result = NULL;
     PyObject *labels_arg = Py_False;
-    int connectivity, foreground, rows_asked = -1, count = 0;
+    int connectivity, foreground, rows_asked = -1, count = 0, images = 1;
     long long min_area;
     fm_GpuMat *mask = NULL, *zone = NULL, *labels = NULL;
     fm_DeviceBuffer *work = NULL, *out = NULL;
@@ -188,11 +227,16 @@ static PyObject *connected_components(PyObject *module, PyObject *args, PyObject
     fm_device_guard guard;
     fm_call call;
 
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OiLi|$OOOipO:_connected_components",
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OiLi|$OOOipOi:_connected_components",
                                      kwlist, &mask_arg, &connectivity, &min_area, &foreground,
                                      &stream_arg, &zone_arg, &timer, &rows_asked, &count,
-                                     &labels_arg))
+                                     &labels_arg, &images))
         return NULL;
+    if (images < 1 || (images > 1 && (count || labels_arg != Py_False))) {
+        PyErr_Format(PyExc_ValueError, "images must be 1 or more (got %d), and 1 with count "
+                     "or labels", images);
+        return NULL;
+    }
     if ((connectivity != 4 && connectivity != 8) || foreground < 0 || foreground > 255
         || min_area < 0 || rows_asked < -1) {
         PyErr_Format(PyExc_ValueError, "connectivity must be 4 or 8 (got %d), foreground "
@@ -228,6 +272,8 @@ static PyObject *connected_components(PyObject *module, PyObject *args, PyObject
     if (labels_arg != Py_False && labels_arg != Py_True
         && check_labels(st, labels_arg, h, w) < 0)
         return NULL;
+    if (h > 0 && check_stack(h, images) < 0)
+        return NULL;
     fm_Stream *stream = fm_require_stream(st, stream_arg, -1);
     if (stream == NULL || fm_stream_hold(stream) < 0)
         return NULL;
@@ -250,6 +296,8 @@ static PyObject *connected_components(PyObject *module, PyObject *args, PyObject
         refuse_size(width, height);
         goto done;
     }
+    if (check_stack(height, images) < 0)
+        goto done;
     if (zone_arg != Py_None) {
         if ((zone = fm_as_device_image(st, zone_arg, "zone", &mask_rule, stream, NULL,
                                        timer)) == NULL)
@@ -273,7 +321,9 @@ static PyObject *connected_components(PyObject *module, PyObject *args, PyObject
             goto done;
     }
     const size_t max_rows = fm_cc_max_regions(width, height, connectivity);
-    const size_t out_bytes = sizeof(fm_cc_header) + max_rows * sizeof(fm_cc_row);
+    /* the header and the stack's counts: read first, with first_rows rows */
+    const size_t head = sizeof(fm_cc_header) + fm_cc_count_slots(images) * sizeof(fm_cc_row);
+    const size_t out_bytes = head + max_rows * sizeof(fm_cc_row);
     size_t first_rows = rows_asked >= 0 ? (size_t)rows_asked
                         : st->components_rows > FIRST_ROWS_MIN ? st->components_rows
                                                                : FIRST_ROWS_MIN;
@@ -286,8 +336,7 @@ static PyObject *connected_components(PyObject *module, PyObject *args, PyObject
                                        "connected components' scratch")) == NULL
         || (out = fm_device_buffer_alloc(st, stream->device, out_bytes,
                                          "connected components' rows")) == NULL
-        || (first = fm_pinned_buffer_new(st, sizeof(fm_cc_header)
-                                         + first_rows * sizeof(fm_cc_row))) == NULL
+        || (first = fm_pinned_buffer_new(st, head + first_rows * sizeof(fm_cc_row))) == NULL
         || fm_device_buffer_use(st, mask->buffer, stream, FM_USE_AFTER_EARLIER) < 0
         || (zone != NULL
             && fm_device_buffer_use(st, zone->buffer, stream, FM_USE_AFTER_EARLIER) < 0)
@@ -301,8 +350,8 @@ static PyObject *connected_components(PyObject *module, PyObject *args, PyObject
     const fm_image no_zone = {0}, no_labels = {0};
     cudaError_t err = fm_launch_components(fm_gpumat_image(mask), (unsigned char)foreground,
                                            zone != NULL ? fm_gpumat_image(zone) : no_zone,
-                                           connectivity, min_area, work->ptr, out->ptr,
-                                           first_rows,
+                                           connectivity, min_area, images, work->ptr,
+                                           out->ptr, first_rows,
                                            labels != NULL ? fm_gpumat_image(labels) : no_labels,
                                            stream->handle);
     if (err != cudaSuccess) {
@@ -310,9 +359,8 @@ static PyObject *connected_components(PyObject *module, PyObject *args, PyObject
         goto done;
     }
     (void)fm_call_gpu_end(st, &call);
-    if (read_back(st, stream, first->ptr, out->ptr,
-                  sizeof(fm_cc_header) + first_rows * sizeof(fm_cc_row), (PyObject *)first,
-                  &call) < 0)
+    if (read_back(st, stream, first->ptr, out->ptr, head + first_rows * sizeof(fm_cc_row),
+                  (PyObject *)first, &call) < 0)
         goto done;
     const fm_cc_header *header = (const fm_cc_header *)first->ptr;
     const int kept = header->kept;
@@ -322,8 +370,9 @@ static PyObject *connected_components(PyObject *module, PyObject *args, PyObject
         goto done;
     }
     const unsigned long long pixels = header->pixels;
-    const fm_cc_row *rows = (const fm_cc_row *)(header + 1);
-    size_t read = sizeof(fm_cc_header) + first_rows * sizeof(fm_cc_row);
+    const uint64_t *counts = (const uint64_t *)(header + 1);
+    const fm_cc_row *rows = (const fm_cc_row *)((const char *)first->ptr + head);
+    size_t read = head + first_rows * sizeof(fm_cc_row);
     if ((size_t)kept > first_rows) {
         /* more than the last calls had: the rest in a second copy */
         const size_t more = (size_t)kept - first_rows;
@@ -331,8 +380,7 @@ static PyObject *connected_components(PyObject *module, PyObject *args, PyObject
             goto done;
         memcpy(rest->ptr, rows, first_rows * sizeof(fm_cc_row));
         if (read_back(st, stream, (fm_cc_row *)rest->ptr + first_rows,
-                      (const char *)out->ptr + sizeof(fm_cc_header)
-                          + first_rows * sizeof(fm_cc_row),
+                      (const char *)out->ptr + head + first_rows * sizeof(fm_cc_row),
                       more * sizeof(fm_cc_row), (PyObject *)rest, &call) < 0)
             goto done;
         rows = (const fm_cc_row *)rest->ptr;
@@ -342,7 +390,8 @@ static PyObject *connected_components(PyObject *module, PyObject *args, PyObject
         st->components_rows = (size_t)kept;
     /* what the GPU read (the mask, the zone) and what came back to the host */
     fm_call_bytes(&call, (int64_t)width * height * (zone != NULL ? 2 : 1), (int64_t)read);
-    result = regions_of(rows, kept, pixels, labels != NULL ? (PyObject *)labels : Py_None);
+    result = regions_of(rows, kept, pixels, labels != NULL ? (PyObject *)labels : Py_None,
+                        images, height / images, counts);
 done:
     fm_device_exit(&guard);
     Py_XDECREF(mask);

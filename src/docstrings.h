@@ -351,7 +351,7 @@
 #define FM_DOC_CONNECTED_COMPONENTS PyDoc_STR( \
     "_connected_components($module, mask, connectivity, min_area, foreground, /, *,\n" \
     "                      stream, zone=None, timer=None, rows=-1, count=False,\n" \
-    "                      labels=False)\n--\n\n" \
+    "                      labels=False, images=1)\n--\n\n" \
     "As _cpu_connected_components on the GPU, queued on `stream` (the mask a GpuMat,\n" \
     "any producer's device memory or a numpy array, uploaded), of the pixels also\n" \
     "nonzero in `zone` if given: (stats, centroids, pixels of every region, the\n" \
@@ -359,7 +359,10 @@
     "for its own copy of the regions' rows only. rows: how many rows to read with\n" \
     "the header before their count is known (-1: 40, or as many as the last call\n" \
     "that gave none found). count=True: only the foreground pixels are counted,\n" \
-    "(None, None, pixels, None).")
+    "(None, None, pixels, None). images > 1: the mask is that many images (of an\n" \
+    "even number of rows each) stacked, labelled apart in one pass: (stats and\n" \
+    "centroids in each image's own coordinates, image by image, each image's\n" \
+    "foreground count, the index of each image's first row and the end).")
 
 #define FM_DOC_CPU_CONNECTED_COMPONENTS PyDoc_STR( \
     "_cpu_connected_components($module, mask, connectivity, min_area, foreground,\n" \

@@ -39,7 +39,7 @@ from ._diagnose import diagnose
 from .profiling import CallRecord, Timer, nvtx_range, profile
 from ._morphology import morphology
 from ._components import connected_components
-from ._motion_detector import MotionDetector
+from ._motion_detector import MotionDetector, update_cameras
 from ._pipeline import pipeline
 from ._snapshot import load_snapshot, save_snapshot
 from .video import DecodeError, VideoFrame, VideoReader
@@ -82,6 +82,7 @@ __all__ = [
     "morphology",
     "connected_components",
     "MotionDetector",
+    "update_cameras",
     "save_snapshot",
     "apply_cameras",
     "CallRecord",

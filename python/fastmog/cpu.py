@@ -85,8 +85,19 @@ class MotionDetector(_detector.Detector):
                                     min_area=self.min_area)
 
 
+def update_cameras(detectors, masks):
+    """detectors[k].update(masks[k]) for every camera: the host face of
+    fastmog.update_cameras, the same results."""
+    detectors, masks = list(detectors), list(masks)
+    if len(detectors) != len(masks):
+        raise ValueError(f"{len(detectors)} detectors and {len(masks)} masks: one mask per "
+                         f"detector")
+    return [d.update(m) for d, m in zip(detectors, masks)]
+
+
 __all__ = ["BackgroundSubtractorMOG2", "createBackgroundSubtractorMOG2", "nv12_to_bgr",
-           "nv21_to_bgr", "morphology", "connected_components", "MotionDetector"]
+           "nv21_to_bgr", "morphology", "connected_components", "MotionDetector",
+           "update_cameras"]
 
 
 def apply_cameras(subtractors, frames, learning_rate=-1.0, *, fgmasks=None,

@@ -171,6 +171,32 @@ def test_a_bad_label_image_is_refused_before_any_work(stream):
     assert not [r for r in t.records if r.gpu_ms is not None]
 
 
+@pytest.mark.parametrize("connectivity", [4, 8])
+def test_a_stack_of_images_is_labelled_apart(rng, stream, connectivity):
+    # foreground along every image's top and bottom rows: a region that ran
+    # on into the next image would show as a wrong box, area or centroid
+    from fastmog._components import regions_of_stack
+    n, h, w = 6, 40, 70
+    masks = [random_mask(rng, (h, w)) for _ in range(n)]
+    for m in masks[::2]:
+        m[0, :] = m[-1, :] = 255
+    masks[3][:] = 0                                   # an image with no region
+    stack = np.concatenate(masks)
+    for min_area in (0, 5):
+        got = regions_of_stack(stack, n, stream=stream, connectivity=connectivity,
+                               min_area=min_area)
+        assert len(got) == n
+        for m, (regions, pixels) in zip(masks, got):
+            want = cpu.connected_components(m, connectivity=connectivity, min_area=min_area)
+            np.testing.assert_array_equal(regions.stats, want.stats)
+            np.testing.assert_array_equal(regions.centroids, want.centroids)
+            assert pixels == np.count_nonzero(m == 255)
+    with pytest.raises(ValueError, match="even number"):
+        regions_of_stack(np.zeros((3 * 5, 8), np.uint8), 3, stream=stream)
+    with pytest.raises(ValueError, match="even number"):
+        regions_of_stack(np.zeros((10, 8), np.uint8), 3, stream=stream)
+
+
 def test_the_foreground_is_counted_without_labelling(rng, stream):
     from fastmog._components import foreground_pixels, regions_and_pixels
     t = fastmog.Timer(nvtx=False)

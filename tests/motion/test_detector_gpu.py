@@ -86,6 +86,45 @@ def test_what_leaves_the_gpu_fits_a_kilobyte_for_up_to_32_regions(stream):
     assert sent <= 1024, sent
 
 
+def test_update_cameras_equals_each_cameras_own_update(rng, stream):
+    # five cameras in one stack, a sixth with zones on its own; every
+    # camera's frames and events equal its host detector's
+    options = dict(morphology=("open", 3), min_area=4, threshold=0.01)
+    host = [cpu.MotionDetector(**options) for _ in range(5)]
+    host.append(cpu.MotionDetector(zones=POLYGONS[:2], **options))
+    gpu = [fastmog.MotionDetector(**options) for _ in range(5)]
+    gpu.append(fastmog.MotionDetector(zones=POLYGONS[:2], **options))
+    streams = [moving_masks(rng, 24, 72, 120) for _ in range(6)]
+    t = fastmog.Timer(nvtx=False)
+    for frame in range(24):
+        masks = [next(s) for s in streams]
+        devs = [fastmog.GpuMat.from_array(m, stream=stream) for m in masks]
+        got = fastmog.update_cameras(gpu, devs, stream=stream, timer=t)
+        want = cpu.update_cameras(host, masks)
+        for g, w in zip(got, want):
+            assert_same_frame(g, w)
+    for g, h in zip(gpu, host):
+        assert g.finish() == h.finish()
+        assert g.events == h.events
+    assert any(h.events for h in host)
+    # per frame: one labelling for the five stacked cameras, two for the zoned one
+    names = [r.name for r in t.records]
+    assert names.count("connected_components") == 24 * (1 + 2)
+
+
+def test_update_cameras_refuses_bad_input(stream):
+    d = fastmog.MotionDetector()
+    mask = fastmog.GpuMat((8, 8))
+    with pytest.raises(ValueError, match="one mask per"):
+        fastmog.update_cameras([d], [mask, mask], stream=stream)
+    with pytest.raises(ValueError, match="twice"):
+        fastmog.update_cameras([d, d], [mask, mask], stream=stream)
+    with pytest.raises(TypeError, match="MotionDetector"):
+        fastmog.update_cameras([cpu.MotionDetector()], [mask], stream=stream)
+    with pytest.raises(TypeError, match="stream"):
+        fastmog.update_cameras([d], [mask], stream=None)
+
+
 def test_a_real_sequence(data_dir, stream):
     sub = fastmog.BackgroundSubtractorMOG2()
     host = cpu.MotionDetector(zones=POLYGONS[:2], min_area=6)

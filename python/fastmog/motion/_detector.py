@@ -146,7 +146,11 @@ class Detector:
         self._check(mask)
         if self._zones is None:
             self._build(tuple(mask.shape[:2]))
-        fraction, measured = self._measure(mask)
+        return self._score(*self._measure(mask))
+
+    def _score(self, fraction, measured) -> FrameMotion:
+        """The frame's motion from what was measured: the whole cleaned
+        mask's foreground fraction and each zone's (score, regions)."""
         light = fraction > self.light_switch
         zones, ended = [], []
         for (score, regions), seg in zip(measured, self._segmenters):
