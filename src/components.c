@@ -81,8 +81,19 @@ static PyObject *regions_of(const fm_cc_row *rows, int n, unsigned long long pix
             const fm_cc_row *r = &rows[i];
             const int at = images > 1 ? r->y / band : 0;
             const uint64_t top = (uint64_t)at * (uint64_t)band;
-            for (; image <= at && images > 1; image++)
-                PyTuple_SET_ITEM(starts, image, PyLong_FromLong(i));
+            if (at >= images || at < image - 1) {
+                PyErr_Format(PyExc_RuntimeError, "the GPU's row %d lies in image %d of %d, "
+                             "out of order", i, at, images);
+                break;
+            }
+            for (; image <= at && images > 1; image++) {
+                PyObject *start = PyLong_FromLong(i);
+                if (start == NULL)
+                    break;
+                PyTuple_SET_ITEM(starts, image, start);
+            }
+            if (PyErr_Occurred())
+                break;
             s[5 * i] = r->x;
             s[5 * i + 1] = (int32_t)(r->y - top);
             s[5 * i + 2] = r->width;
@@ -91,9 +102,9 @@ static PyObject *regions_of(const fm_cc_row *rows, int n, unsigned long long pix
             c[2 * i] = (double)sum48(r->sum_x) / (double)r->area;
             c[2 * i + 1] = (double)(sum48(r->sum_y) - top * r->area) / (double)r->area;
         }
-        if (images == 1)
+        if (images == 1 && !PyErr_Occurred())
             result = Py_BuildValue("(OOKO)", stats, centroids, pixels, labels);
-        else if (starts != NULL && per_image != NULL) {
+        else if (starts != NULL && per_image != NULL && !PyErr_Occurred()) {
             for (; image <= images; image++)
                 PyTuple_SET_ITEM(starts, image, PyLong_FromLong(n));
             for (int k = 0; k < images; k++)
@@ -235,6 +246,10 @@ static PyObject *connected_components(PyObject *module, PyObject *args, PyObject
     if (images < 1 || (images > 1 && (count || labels_arg != Py_False))) {
         PyErr_Format(PyExc_ValueError, "images must be 1 or more (got %d), and 1 with count "
                      "or labels", images);
+        return NULL;
+    }
+    if (count && labels_arg != Py_False) {
+        PyErr_SetString(PyExc_ValueError, "count=True gives no labels: labels must be False");
         return NULL;
     }
     if ((connectivity != 4 && connectivity != 8) || foreground < 0 || foreground > 255

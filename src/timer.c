@@ -433,7 +433,6 @@ static PyObject *Timer_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
     return (PyObject *)self;
 }
 
-/* Reads a finished record's GPU times and gives its events back. */
 /* Reads a record's GPU times and gives its events back. cudaErrorNotReady
  * when its work is not done: nothing is read then. Asking for the elapsed
  * time is the completion test, so reading a done record costs no query. */

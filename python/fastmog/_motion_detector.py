@@ -26,6 +26,7 @@ class MotionDetector(_detector.Detector):
         self._stream = self._timer = None
         self._device_zones = None
         self._last_counts = None    # regions each zone held last frame: its first read
+
     def update(self, mask, *, stream, timer=None):
         if not isinstance(stream, _fastmog.Stream):
             raise TypeError(f"stream must be a fastmog.Stream, not {type(stream).__name__}")
@@ -147,7 +148,8 @@ def _stackable(detectors, masks):
         if (d._zone_specs is None and isinstance(m, _fastmog.GpuMat) and m.dtype == "uint8"
                 and len(m.shape) == 2 and m.shape[0] % 2 == 0
                 and (d._zones is None or tuple(m.shape) == d.shape)):
-            key = (tuple(m.shape), d.morphology, d.connectivity, d.min_area, d.foreground)
+            key = (tuple(m.shape), _morphology_key(d.morphology), d.connectivity, d.min_area,
+                   d.foreground)
             groups.setdefault(key, []).append(k)
     if not groups:
         return []
@@ -156,6 +158,19 @@ def _stackable(detectors, masks):
     # the stack's rows: 16-bit y, and (W + 1) * (rows + 1) slots under 2^30
     most = min(_MAX_STACK_ROWS // h, ((((1 << 30) - 1) // (w + 1)) - 1) // h)
     return members[:most] if w <= _MAX_STACK_ROWS else []
+
+
+def _morphology_key(morphology):
+    """A detector's morphology option as a dictionary key: an element given
+    as an array is keyed by its shape and bytes."""
+    if morphology is None:
+        return None
+    op, kernel, shape = morphology
+    if isinstance(kernel, np.ndarray):
+        kernel = ("array", kernel.shape, kernel.dtype.str, kernel.tobytes())
+    elif isinstance(kernel, list):
+        kernel = tuple(kernel)
+    return (op, kernel, shape)
 
 
 def _update_stacked(detectors, masks, stream, timer):

@@ -9,7 +9,7 @@ import pytest
 
 import fastmog
 from cli_helpers import masks_digest, run_in_process
-from fastmog.app import _dask, _multi, _sources, cli
+from fastmog.app import _dask, _loop, _multi, _sources, _writers, cli
 from fastmog.app._sources import SourceOptions
 
 cv2 = pytest.importorskip("cv2")
@@ -180,3 +180,27 @@ def test_several_sources_pass_batch_and_sessions_on(clip, tmp_path, monkeypatch,
     for bad in ({"batch": 0}, {"nvdec_sessions": 0}, {"batch": 2.0}, {"batch": True}):
         with pytest.raises(ValueError, match=next(iter(bad))):
             fastmog.process_sources([str(clip)], **bad)
+
+
+def test_masks_left_on_the_gpu_need_a_gpu_path_and_still_close_everything():
+    """download=False on the host path is refused, and the writer and the
+    source are closed all the same."""
+    closed = []
+
+    class Writer(_writers.NoMasks):
+        def close(self):
+            closed.append("writer")
+
+    class Source:
+        fps, on_device, reader = 25.0, False, None
+
+        def __iter__(self):
+            return iter(())
+
+        def close(self):
+            closed.append("source")
+
+    with pytest.raises(ValueError, match="GPU path"):
+        _loop.process(fastmog.cpu.BackgroundSubtractorMOG2(), Source(), Writer(), streams=[],
+                      download=False)
+    assert closed == ["writer", "source"]

@@ -183,3 +183,18 @@ def test_bad_masks_are_refused(stream):
     with pytest.raises(ValueError, match="8x8"):
         det.update(fastmog.GpuMat((8, 9), np.uint8), stream=stream)
     assert det.index == 1
+
+
+def test_update_cameras_takes_an_element_given_as_an_array(rng, stream):
+    # the stack groups detectors by their options: an array element too
+    element = np.array([[0, 1, 0], [1, 1, 1], [0, 1, 0]], np.uint8)
+    options = dict(morphology=("open", element), min_area=2)
+    gpu = [fastmog.MotionDetector(**options) for _ in range(3)]
+    host = [cpu.MotionDetector(**options) for _ in range(3)]
+    masks = [next(moving_masks(rng, 1, 72, 120)) for _ in range(3)]
+    t = fastmog.Timer(nvtx=False)
+    got = fastmog.update_cameras(gpu, [fastmog.GpuMat.from_array(m, stream=stream)
+                                       for m in masks], stream=stream, timer=t)
+    for g, w in zip(got, cpu.update_cameras(host, masks)):
+        assert_same_frame(g, w)
+    assert [r.name for r in t.records].count("connected_components") == 1

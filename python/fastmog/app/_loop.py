@@ -76,15 +76,15 @@ def process(sub, source, writer, *, streams, learning_rate=-1.0, batch=1, timer=
     The closing order, whatever happens: the progress line, the writer, the
     source's decoder, then the streams (NVDEC and the pipeline work on them).
     """
-    if not download and (not streams or keep_last or writer.path is not None):
-        raise ValueError("masks stay on the GPU only on a GPU path, with no mask writer and "
-                         "no kept last mask")
     done = Processed()
     last = {}
     writer.start(source.fps)
     started = time.perf_counter()
     try:
         try:
+            if not download and (not streams or keep_last or writer.path is not None):
+                raise ValueError("masks stay on the GPU only on a GPU path, with no mask "
+                                 "writer and no kept last mask")
             for mask, device_mask in _masks(sub, source, streams, learning_rate, batch, timer,
                                             last, keep_last, skip, segment, download):
                 with _signals.held():      # a mask written is a mask counted
