@@ -26,6 +26,7 @@ class MotionDetector(_detector.Detector):
         self._stream = self._timer = None
         self._device_zones = None
         self._last_counts = None    # regions each zone held last frame: its first read
+        self._cleaned = None        # the cleaned mask, reused frame after frame
 
     def update(self, mask, *, stream, timer=None):
         if not isinstance(stream, _fastmog.Stream):
@@ -72,7 +73,11 @@ class MotionDetector(_detector.Detector):
 
     def _measure(self, mask):
         s, t = self._stream, self._timer
-        clean = self._clean_on_gpu(mask)
+        # one buffer for every frame's cleaned mask (on the stream's device):
+        # morphology orders its writes after the earlier frames' reads
+        if self._cleaned is None or self._cleaned.device != s.device:
+            self._cleaned = _fastmog.GpuMat(self.shape, np.uint8, device=s.device)
+        clean = self._clean_on_gpu(mask, out=self._cleaned)
         options = dict(stream=s, connectivity=self.connectivity, min_area=self.min_area,
                        timer=t)
         size = self.shape[0] * self.shape[1]

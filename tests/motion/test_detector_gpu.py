@@ -198,3 +198,15 @@ def test_update_cameras_takes_an_element_given_as_an_array(rng, stream):
     for g, w in zip(got, cpu.update_cameras(host, masks)):
         assert_same_frame(g, w)
     assert [r.name for r in t.records].count("connected_components") == 1
+
+
+def test_the_cleaned_mask_is_one_buffer_for_every_frame(rng, stream):
+    # no device allocation per frame for the cleaned mask: morphology writes
+    # the same GpuMat each time, and the frames still equal the host's
+    gpu, host = fastmog.MotionDetector(min_area=3), cpu.MotionDetector(min_area=3)
+    buffers = set()
+    for mask in moving_masks(rng, 8, 48, 64):
+        dev = fastmog.GpuMat.from_array(mask, stream=stream)
+        assert_same_frame(gpu.update(dev, stream=stream), host.update(mask))
+        buffers.add(id(gpu._cleaned))
+    assert len(buffers) == 1
