@@ -2,11 +2,18 @@
 the GPU work is negligible: what a build adds on the host, with the timer
 off, with NVTX ranges only, and with the timer on (a profile() block), beside
 CuPy's in-place add on a 64x64 array as the reference of a library call that
-queues one kernel. For comparing two builds in one run:
+queues one kernel, and above the floor: an empty kernel queued by a one-line
+Python extension (launch_floor.cu, built here with nvcc), and the same launch
+in a C loop (the driver's share alone). For comparing two builds in one run:
 PYTHONPATH=<other build>/python python benchmarks/apply_host_cost.py old
 
 Targets (issue 22): timer off <= 4 us per apply, NVTX only <= 6, timer on <= 8."""
+import os
+import shutil
+import subprocess
 import sys
+import sysconfig
+import tempfile
 import time
 
 import numpy as np
@@ -30,6 +37,46 @@ def per_call_us(call, calls, sync, before=None):
         loops.append((time.perf_counter_ns() - start) / calls / 1e3)
         sync()
     return min(loops), sorted(loops)[2]
+
+
+def build_floor():
+    """Imports launch_floor.cu built with nvcc into a temporary folder; None
+    (having said why) where there is no nvcc or the build fails."""
+    nvcc = shutil.which("nvcc") or "/usr/local/cuda/bin/nvcc"
+    if not os.path.exists(nvcc):
+        print("no nvcc: no floor rows")
+        return None
+    folder = tempfile.mkdtemp(prefix="fastmog-floor-")
+    target = os.path.join(folder, "_launch_floor" + sysconfig.get_config_var("EXT_SUFFIX"))
+    source = os.path.join(os.path.dirname(os.path.abspath(__file__)), "launch_floor.cu")
+    # PTX only: the driver compiles the empty kernel for whatever GPU this is
+    cmd = [nvcc, "-shared", "-Xcompiler", "-fPIC", "-O2",
+           "-I" + sysconfig.get_paths()["include"],
+           "-gencode", "arch=compute_75,code=compute_75", source, "-o", target]
+    built = subprocess.run(cmd, capture_output=True, text=True)
+    if built.returncode != 0:
+        print(f"the floor did not build: {built.stderr.strip()[-300:]}")
+        return None
+    sys.path.insert(0, folder)
+    import _launch_floor
+    return _launch_floor
+
+
+def floor_rows(floor, stream):
+    """The floor's rows: a Python call that queues an empty kernel, and the
+    same launch in a C loop."""
+    handle = stream.handle
+    best, median = per_call_us(lambda: floor.launch(handle), 20000, stream.synchronize)
+    print(f"{'floor':5s} {'Python + launch':18s} {'empty kernel':15s} best {best:6.2f} us  "
+          f"median {median:6.2f} us")
+    for label, driver in (("C loop, runtime", False), ("C loop, driver", True)):
+        loops = []
+        for _ in range(5):
+            loops.append(floor.launch_loop(handle, 20000, driver) / 1e3)
+            stream.synchronize()
+        loops.sort()
+        print(f"{'floor':5s} {label:18s} {'empty kernel':15s} best {loops[0]:6.2f} us  "
+              f"median {loops[2]:6.2f} us")
 
 
 def main():
@@ -69,6 +116,9 @@ def main():
         best = min(b for b, _ in runs)
         median = sorted(m for _, m in runs)[len(runs) // 2]
         print(f"{tag:5s} {mode:18s} {name:15s} best {best:6.2f} us  median {median:6.2f} us")
+    floor = build_floor()
+    if floor is not None:
+        floor_rows(floor, s)
     try:
         import cupy
     except ImportError:

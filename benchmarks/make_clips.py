@@ -30,6 +30,12 @@ CLIPS = {
     # wider than NVDEC's H.264 limit (4096): must be refused, naming codec and size
     "wide_h264.mkv": ("wide", 3, "libx264", "matroska"),
 }
+# MPEG-TS, the container made for streams, for the live tests and benchmark:
+# name: (the clip it is remuxed from, or the frames a camera-like encode takes)
+STREAMS = {
+    "vtest_h264.ts": ("vtest_h264.mkv", None),
+    "traffic4k_camera.ts": (None, ("traffic4k", 24)),
+}
 DAMAGED = {
     # name: (clip it is made from, kind)
     "vtest_h264_truncated.mp4": ("vtest_h264.mp4", "truncated"),
@@ -106,7 +112,9 @@ def ffmpeg_plane_hashes(path):
     return ys, uvs
 
 
-def encode(path, frames, codec, container):
+def encode(path, frames, codec, container, camera=False):
+    """Encodes `frames` (RGB) at 25 frames/s; camera: H.264 as a camera sends
+    it (no B-frames, no lookahead) instead of a GOP that must be reordered."""
     import av
 
     frames = list(frames)
@@ -116,7 +124,10 @@ def encode(path, frames, codec, container):
         stream = out.add_stream(codec, rate=25)
         stream.width, stream.height, stream.pix_fmt = w, h, "yuv420p"
         # a GOP of 30 with B-frames: the decoders must reorder
-        if codec == "libx264":
+        if camera:
+            stream.options = {"crf": "26", "g": "30", "bf": "0", "preset": "medium",
+                              "tune": "zerolatency"}
+        elif codec == "libx264":
             stream.options = {"crf": "26", "g": "30", "bf": "2", "preset": "medium"}
         else:
             stream.options = {"crf": "30", "g": "30", "preset": "fast",
@@ -129,14 +140,15 @@ def encode(path, frames, codec, container):
     return len(frames), w, h
 
 
-def loop_clip(src, dst, times):
-    """Writes `src` played `times` times over into the Matroska file `dst`
-    without re-encoding (packets copied, timestamps shifted): a long clip
-    with an IDR picture where each repetition starts, made on the machine
-    that measures instead of carried there. Returns the frame count."""
+def loop_clip(src, dst, times, container="matroska"):
+    """Writes `src` played `times` times over into `dst` (Matroska, or the
+    container named) without re-encoding (packets copied, timestamps
+    shifted): a long clip with an IDR picture where each repetition starts,
+    made on the machine that measures instead of carried there. Returns the
+    frame count."""
     import av
 
-    with av.open(str(src)) as inp, av.open(str(dst), "w", format="matroska") as out:
+    with av.open(str(src)) as inp, av.open(str(dst), "w", format=container) as out:
         ins = inp.streams.video[0]
         add = getattr(out, "add_stream_from_template", None)
         outs = add(ins) if add is not None else out.add_stream(template=ins)
@@ -205,6 +217,15 @@ def main(argv=None):
         frames, w, h = encode(args.out / name, sources[source](n), codec, container)
         manifest[name] = {"frames": frames, "width": w, "height": h,
                           "codec": "h264" if codec == "libx264" else "hevc"}
+    for name, (origin, camera) in STREAMS.items():
+        if origin is not None:
+            loop_clip(args.out / origin, args.out / name, 1, container="mpegts")
+            manifest[name] = dict(manifest[origin])
+        else:
+            source, n = camera
+            frames, w, h = encode(args.out / name, sources[source](n), "libx264", "mpegts",
+                                  camera=True)
+            manifest[name] = {"frames": frames, "width": w, "height": h, "codec": "h264"}
     for name, (origin, kind) in DAMAGED.items():
         damage(args.out / origin, args.out / name, kind)
         manifest[name] = dict(manifest[origin], damaged=kind)

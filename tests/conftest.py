@@ -71,6 +71,25 @@ def stream():
         yield s
 
 
+@pytest.fixture(scope="module")
+def clips():
+    """The folder of make_clips.py's test clips (skipped without them)."""
+    path = pathlib.Path(os.environ.get("FASTMOG_CLIPS", ROOT / ".testdata" / "clips"))
+    if not (path / "clips.json").is_file():
+        pytest.skip(f"no test clips in {path}: run python benchmarks/make_clips.py")
+    return path
+
+
+@pytest.fixture
+def nvdec(stream):
+    """A stream NVDEC can decode onto (skipped where PyNvVideoCodec is not usable)."""
+    try:
+        import PyNvVideoCodec  # noqa: F401
+    except Exception as e:
+        pytest.skip(f"PyNvVideoCodec is not usable: {str(e).splitlines()[0] if str(e) else e!r}")
+    return stream
+
+
 def random_image(rng, shape, dtype):
     """Random values over the dtype's range (never all zeros)."""
     dtype = np.dtype(dtype)

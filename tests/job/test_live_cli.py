@@ -36,7 +36,7 @@ def test_live_masks_equal_the_files(clip, tmp_path):
         r = run(server.url, "--cpu", *MOG2, "--frames", "40", "--out", out, timeout=60)
     assert r.returncode == 0, r.stderr
     assert f"{server.url} (live stream)" in r.stdout
-    assert "live stream: 0 reconnects, about 0 frames lost; latency from a frame decoded " \
+    assert "live stream: 0 reconnects, about 0 frames lost; latency from a frame's arrival " \
            "to its mask: median" in r.stdout
     written = [cv2.imread(str(p), cv2.IMREAD_UNCHANGED) for p in sorted(out.iterdir())]
     want = _host_masks(expected[:40])
@@ -117,6 +117,7 @@ def test_an_rtsp_run_over_tcp_equals_the_files_masks(clip, tmp_path):
     assert len(written) == 30
     assert "is for rtsp:// streams" in one_error_line(run(path, "--cpu", "--rtsp-transport",
                                                           "udp"))
+    assert "--low-latency is for live streams" in one_error_line(run(path, "--low-latency"))
 
 
 def test_the_profile_gives_the_live_latency(clip):
@@ -124,5 +125,30 @@ def test_the_profile_gives_the_live_latency(clip):
     with TcpServer([("send", data, "hold")]) as server:
         r = run(server.url, "--cpu", "--frames", "20", "--profile", timeout=60)
     assert r.returncode == 0, r.stderr
-    assert "Latency:\n  live frame, decoded to its mask: median " in r.stdout
+    assert "Latency:\n  live frame, arrival to mask: median " in r.stdout
     assert "over 20 samples" in r.stdout
+
+
+@pytest.mark.gpu
+def test_an_nvdec_stream_gives_the_files_masks(clips, nvdec, tmp_path):
+    """NVDEC decodes the stream FFmpeg demuxes: the masks are those of the
+    same H.264 pictures read from a file with NVDEC, and the profile gives
+    the latency from each packet's arrival."""
+    ts, mkv = clips / "vtest_h264.ts", clips / "vtest_h264.mkv"
+    if not ts.is_file():
+        pytest.skip(f"no vtest_h264.ts in {clips}: run python benchmarks/make_clips.py")
+    live, from_file = tmp_path / "live", tmp_path / "file"
+    with TcpServer([("send", ts.read_bytes(), "hold")]) as server:
+        r = run(server.url, "--decode", "nvdec", "--grey", *MOG2, "--frames", "100",
+                "--out", live, "--profile", timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert "fastmog: decoding with NVDEC" in r.stdout
+    assert "Latency:\n  live frame, arrival to mask: median " in r.stdout
+    f = run(mkv, "--decode", "nvdec", "--grey", *MOG2, "--frames", "100", "--out", from_file,
+            timeout=120)
+    assert f.returncode == 0, f.stderr
+    got, want = sorted(live.iterdir()), sorted(from_file.iterdir())
+    assert len(got) == len(want) == 100
+    for g, w in zip(got, want):
+        np.testing.assert_array_equal(cv2.imread(str(g), cv2.IMREAD_UNCHANGED),
+                                      cv2.imread(str(w), cv2.IMREAD_UNCHANGED), err_msg=g.name)

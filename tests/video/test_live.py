@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 import fastmog
+from clip_helpers import device_array, manifest, sha256
 from live_servers import (HttpServer, RtspServer, TcpServer, UdpSender, frame_boundary,
                           frames_before, ts_clip, unused_port)
 
@@ -187,7 +188,11 @@ def test_live_options_are_checked():
         fastmog.VideoReader("tcp://127.0.0.1:1", decode="cpu", stall_timeout=0)
     with pytest.raises(ValueError, match="max_reconnects"):
         fastmog.VideoReader("tcp://127.0.0.1:1", decode="cpu", max_reconnects=-1)
-    with pytest.raises(fastmog.DecodeError, match="decoded on the host"):
+
+def test_nvdec_for_a_stream_without_a_gpu_is_one_clear_error():
+    if fastmog.cuda_available():
+        pytest.skip("a GPU is usable here (the NVDEC stream tests cover it)")
+    with pytest.raises(fastmog.DecodeError, match="no usable GPU"):
         fastmog.VideoReader("tcp://127.0.0.1:1", decode="nvdec")
 
 
@@ -238,3 +243,152 @@ def test_a_live_reader_closed_by_another_thread_ends_its_iteration(clip):
         closer.join()
         with pytest.raises(StopIteration):
             next(frames)
+
+
+# ---- NVDEC: FFmpeg demuxes, NVDEC decodes ------------------------------------------------
+
+LIVE_CLIP = "vtest_h264.ts"          # H.264 with B-frames, in MPEG-TS: frames are reordered
+
+
+@pytest.fixture
+def h264_ts(clips):
+    if LIVE_CLIP not in manifest(clips):
+        pytest.skip(f"no {LIVE_CLIP} among the clips: run python benchmarks/make_clips.py")
+    return (clips / LIVE_CLIP).read_bytes(), manifest(clips)[LIVE_CLIP]["y_sha256"]
+
+
+def _luma_hashes(reader, stream, n, until=None):
+    """SHA-256 of the next `n` frames' luma planes (or up to `until(reader)`)."""
+    hashes, arrivals, pts = [], [], []
+    for frame in reader:
+        assert frame.on_device and frame.host is None
+        hashes.append(sha256(device_array(frame.luma, stream)))
+        arrivals.append(frame.arrival)
+        pts.append(frame.pts)
+        if len(hashes) == n or (until is not None and until(reader)):
+            break
+    return hashes, arrivals, pts
+
+
+@pytest.mark.gpu
+def test_an_nvdec_stream_gives_the_files_planes(nvdec, h264_ts):
+    data, want = h264_ts
+    with TcpServer([("send", data, "hold")]) as server:
+        with fastmog.VideoReader(server.url, stream=nvdec, decode="nvdec", grey=True) as reader:
+            assert reader.backend == "nvdec" and reader.fallback_reason is None
+            assert reader.live and (reader.width, reader.height) == (768, 576)
+            # not the last frames: over a connection held open, FFmpeg hands out a
+            # transport stream's last frame only when the next begins (or the
+            # read times out, a drop)
+            n = len(want) - 10
+            hashes, arrivals, pts = _luma_hashes(reader, nvdec, n)
+            assert reader.lost_frames == 0 and reader.reconnects == 0
+    assert hashes == want[:n]               # every frame, in display order, bit for bit
+    # B-frames come after the frames they reference: a frame's arrival is its
+    # own packet's, so not in display order, but every one is known and past
+    assert all(a is not None and a <= time.monotonic() for a in arrivals)
+    assert pts == sorted(pts) and pts[1] - pts[0] == pytest.approx(0.04)
+
+
+@pytest.mark.gpu
+def test_an_nvdec_stream_reconnects_and_repeats_nothing(nvdec, h264_ts):
+    """The server closes after half the clip, then serves it whole: the first
+    connection's frames in order, none twice, none invented (B-frames whose
+    packets the drop cut off are lost, counted from the timestamps, while
+    the P-frame after them in display order was sent and decoded), then the
+    clip again from its first frame."""
+    data, want = h264_ts
+    cut = frame_boundary(data, 0.5)
+    with TcpServer([("send", data[:cut], "close"), ("send", data, "hold")]) as server:
+        with fastmog.VideoReader(server.url, stream=nvdec, decode="nvdec", grey=True,
+                                 stall_timeout=1.0) as reader:
+            first, _, _ = _luma_hashes(reader, nvdec, None, until=lambda r: r.reconnects)
+            second, _, _ = _luma_hashes(reader, nvdec, 30)
+            assert reader.reconnects == 1
+            assert [e.kind for e in reader.events] == ["dropped", "reconnected"]
+            lost = reader.lost_frames
+    place = {h: k for k, h in enumerate(want)}
+    got = [place.get(h, -1) for h in first + second]     # -1: a frame not in the clip
+    again = got.index(0, 1)
+    before, after = got[:again], got[again:]
+    sent = frames_before(data, cut)
+    assert before == sorted(set(before)) and before[0] == 0, before   # in order, once each
+    # packets go in decode order: the last sent may be a P-frame two places
+    # ahead in display order (the clip has two B-frames between references)
+    assert sent - 4 <= len(before) <= sent and max(before) <= sent + 2, (before, sent)
+    missing = set(range(max(before))) - set(before)
+    assert lost >= len(missing)
+    assert after == list(range(len(after)))
+
+
+@pytest.mark.gpu
+def test_an_nvdec_rtsp_stream(nvdec, h264_ts):
+    data, want = h264_ts
+    with RtspServer(data) as server:
+        with fastmog.VideoReader(server.url, stream=nvdec, decode="nvdec", grey=True,
+                                 rtsp_transport="tcp", open_timeout=5.0) as reader:
+            hashes, _, _ = _luma_hashes(reader, nvdec, 40)
+    assert hashes == want[:40]
+
+
+@pytest.mark.gpu
+def test_a_stream_nvdec_cannot_decode_falls_back_or_is_refused(nvdec, clip):
+    path, data, expected = clip             # MPEG-4 part 2: not among NVDEC's stream codecs
+    with TcpServer([("send", data, "hold"), ("send", data, "hold")]) as server:
+        with fastmog.VideoReader(server.url, stream=nvdec) as reader:
+            assert reader.backend == "cpu"
+            assert "NVDEC does not decode" in reader.fallback_reason
+            np.testing.assert_array_equal(next(iter(reader)).host, expected[0])
+    with TcpServer([("send", data, "hold")]) as server:
+        with pytest.raises(fastmog.DecodeError, match="NVDEC does not decode"):
+            fastmog.VideoReader(server.url, stream=nvdec, decode="nvdec")
+    with pytest.raises(TypeError, match="needs stream="):
+        fastmog.VideoReader("tcp://127.0.0.1:1", decode="nvdec")
+
+
+@pytest.mark.gpu
+def test_an_nvdec_stream_that_stalls_reconnects_and_one_that_never_opens_is_refused(
+        nvdec, h264_ts):
+    data, want = h264_ts
+    cut = frame_boundary(data, 0.5)
+    with TcpServer([("send", data[:cut], "hold"), ("send", data, "hold")]) as server:
+        started = time.monotonic()
+        with fastmog.VideoReader(server.url, stream=nvdec, decode="nvdec", grey=True,
+                                 stall_timeout=0.5) as reader:
+            for frame in reader:
+                if reader.reconnects:
+                    break
+            assert server.connections == 2
+            assert reader.events[0].kind == "dropped" and "0.5 s" in reader.events[0].reason
+            assert reader.events[1].seconds >= 0.45
+        assert time.monotonic() - started < 10
+    with TcpServer([("silent",)]) as server:
+        started = time.monotonic()
+        with pytest.raises(fastmog.DecodeError, match="cannot open tcp://"):
+            fastmog.VideoReader(server.url, stream=nvdec, decode="nvdec", open_timeout=1.0)
+        assert time.monotonic() - started < 4
+
+
+@pytest.mark.gpu
+def test_low_latency_gives_a_camera_streams_frames_and_refuses_b_frames(nvdec, clips):
+    camera = "traffic4k_camera.ts"          # H.264 without B-frames, as cameras send
+    if camera not in manifest(clips):
+        pytest.skip(f"no {camera} among the clips: run python benchmarks/make_clips.py")
+    data, want = (clips / camera).read_bytes(), manifest(clips)[camera]["y_sha256"]
+    with TcpServer([("send", data, "hold")]) as server:
+        with fastmog.VideoReader(server.url, stream=nvdec, decode="nvdec", grey=True,
+                                 low_latency=True) as reader:
+            hashes, _, pts = _luma_hashes(reader, nvdec, len(want) - 2)
+    assert hashes == want[:len(want) - 2] and pts == sorted(pts)
+    b_frames = (clips / LIVE_CLIP).read_bytes()
+    with TcpServer([("send", b_frames, "hold")]) as server:
+        with fastmog.VideoReader(server.url, stream=nvdec, decode="nvdec", grey=True,
+                                 low_latency=True) as reader:
+            with pytest.raises(fastmog.DecodeError, match="has B-frames"):
+                _luma_hashes(reader, nvdec, 20)
+
+
+def test_low_latency_is_for_live_streams(clip):
+    path, data, expected = clip
+    with pytest.raises(ValueError, match="low_latency is for live streams"):
+        fastmog.VideoReader(str(path), decode="cpu", low_latency=True)

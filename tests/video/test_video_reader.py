@@ -13,11 +13,8 @@ machine needs no PyAV: NVDEC planes equal FFmpeg's when the hashes match, and
 masks from NVDEC frames applied on the GPU without a copy must equal the host
 reference's masks of the same planes (colour: NV12 -> BGR by OpenCV).
 """
-import hashlib
-import json
 import os
 import shutil
-import pathlib
 import signal
 import threading
 import time
@@ -28,24 +25,12 @@ import pytest
 import fastmog
 from fastmog.profiling import _analysis as pa
 from cli_helpers import write_gapped_mkv
+from clip_helpers import device_array, manifest, sha256
 
 cv2 = pytest.importorskip("cv2")
 
-ROOT = pathlib.Path(__file__).resolve().parents[2]
 GOOD = ["vtest_h264.mp4", "vtest_h264.mkv", "vtest_hevc.mp4", "vtest_hevc.mkv"]
 DAMAGED = ["vtest_h264_truncated.mp4", "vtest_h264_corrupt.mkv", "vtest_hevc_corrupt.mp4"]
-
-
-@pytest.fixture(scope="module")
-def clips():
-    path = pathlib.Path(os.environ.get("FASTMOG_CLIPS", ROOT / ".testdata" / "clips"))
-    if not (path / "clips.json").is_file():
-        pytest.skip(f"no test clips in {path}: run python benchmarks/make_clips.py")
-    return path
-
-
-def manifest(clips):
-    return json.loads((clips / "clips.json").read_text())
 
 
 def opencv_frames(path, grey=False):
@@ -58,10 +43,6 @@ def opencv_frames(path, grey=False):
             yield cv2.cvtColor(frame, cv2.COLOR_BGR2GRAY) if grey else frame
     finally:
         cap.release()
-
-
-def sha256(array):
-    return hashlib.sha256(np.ascontiguousarray(array)).hexdigest()
 
 
 # ---- host decoding ------------------------------------------------------------------
@@ -285,28 +266,6 @@ def test_colour_device_frame_needs_nv12_to_bgr():
 
 
 # ---- NVDEC (GPU, PyNvVideoCodec) -----------------------------------------------------
-
-
-@pytest.fixture
-def nvdec(stream):
-    try:
-        import PyNvVideoCodec  # noqa: F401
-    except Exception as e:
-        pytest.skip(f"PyNvVideoCodec is not usable: {str(e).splitlines()[0] if str(e) else e!r}")
-    return stream
-
-
-def device_array(plane, stream):
-    """A decoded plane copied to the host, for comparison only. A chroma
-    plane's (H/2, W/2, 2) pairs are read as (H/2, W) bytes: a GpuMat holds
-    1, 3 or 4 channels."""
-    cai = plane.__cuda_array_interface__
-    h, w = cai["shape"][0], cai["shape"][1]
-    c = cai["shape"][2] if len(cai["shape"]) == 3 else 1
-    pitch = cai["strides"][0] if cai.get("strides") else w * c
-    view = fastmog.DevicePointer(cai["data"][0], (h, w * c), pitch=pitch, owner=plane,
-                                 stream=cai.get("stream"))
-    return fastmog.asgpumat(view, stream=stream).download(stream=stream)
 
 
 def host_planes(frame, stream, info):

@@ -28,6 +28,8 @@ def check_options(args, found):
     if args.rtsp_transport is not None and not (
             found.kind == "stream" and found.path.lower().startswith("rtsp")):
         raise UserError("--rtsp-transport is for rtsp:// streams")
+    if args.low_latency and found.kind != "stream":
+        raise UserError("--low-latency is for live streams")
     if args.decode != "auto" and found.kind not in ("video", "stream"):
         raise UserError(f"--decode {args.decode} is for video files and live streams")
     if args.fps is not None and (args.out is None

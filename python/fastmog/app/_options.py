@@ -197,6 +197,11 @@ def build_parser():
     p.add_argument("--rtsp-transport", choices=("tcp", "udp"),
                    help="how an rtsp:// stream's RTP packets travel (default: FFmpeg's "
                         "choice)")
+    p.add_argument("--low-latency", action="store_true",
+                   help="a live stream decoded by NVDEC hands out each frame as soon as it "
+                        "is decoded, not a frame later: for streams without B-frames, as "
+                        "most cameras send (one with them ends the run with one line; "
+                        "default: off)")
     p.add_argument("--stall-timeout", type=_seconds, default=5.0, metavar="S",
                    help="a live stream that gives no frame for S seconds has dropped: it is "
                         "reconnected (after 0.5 s, 1, 2, 4, then every 8 s), one line each "
@@ -339,4 +344,5 @@ def source_options(args):
     return SourceOptions(frames=args.frames, grey=args.grey, decode=args.decode,
                          nvdec_sessions=args.nvdec_sessions, fps=args.fps, size=args.size,
                          colour=args.colour, open_timeout=args.open_timeout,
-                         stall_timeout=args.stall_timeout, rtsp_transport=args.rtsp_transport)
+                         stall_timeout=args.stall_timeout, rtsp_transport=args.rtsp_transport,
+                         low_latency=args.low_latency)

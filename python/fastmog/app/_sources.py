@@ -44,6 +44,7 @@ class SourceOptions:
     open_timeout: float = 10.0
     stall_timeout: float = 5.0
     rtsp_transport: str | None = None
+    low_latency: bool = False
     on_stream_event: object = None      # called (url, StreamEvent) for a live stream's drops
 
 
@@ -198,30 +199,43 @@ def open_source(found, options, *, on_gpu, stream, timer, check_memory):
     if found.kind == "frames":
         return open_frames(found, options, check_memory)
     if found.kind == "stream":
-        return open_stream(found, options, check_memory)
+        return open_stream(found, options, on_gpu=on_gpu, stream=stream,
+                           check_memory=check_memory)
     return open_video(found, options, on_gpu=on_gpu, stream=stream, timer=timer,
                       check_memory=check_memory)
 
 
-def open_stream(found, options, check_memory):
-    """A live stream through fastmog.VideoReader, decoded on the host; it has
-    no count and no end (--frames, Ctrl-C or SIGTERM end the run). Its drops
-    and reconnects go to options.on_stream_event as they are seen; each
-    frame's arrival is kept, by index, for its latency (Source.arrivals)."""
+def open_stream(found, options, *, on_gpu, stream, check_memory):
+    """A live stream through fastmog.VideoReader, decoded by NVDEC (on
+    `stream`) or on the host as `options.decode` asks; it has no count and no
+    end (--frames, Ctrl-C or SIGTERM end the run). Its drops and reconnects go
+    to options.on_stream_event as they are seen; each frame's arrival is
+    kept, by index, for its latency (Source.arrivals)."""
     url = found.path
-    if options.decode == "nvdec":
-        raise UserError("--decode nvdec: live streams are decoded on the host for now")
+    decode = options.decode
+    if not on_gpu:
+        if decode == "nvdec":
+            raise UserError("--decode nvdec needs a usable GPU, and the host reference runs "
+                            "here; use --decode cpu")
+        decode = "cpu"
     try:
-        reader = VideoReader(url, decode="cpu", grey=options.grey,
-                             open_timeout=options.open_timeout,
+        reader = VideoReader(url, stream=stream if on_gpu else None, decode=decode,
+                             grey=options.grey, open_timeout=options.open_timeout,
                              stall_timeout=options.stall_timeout,
-                             rtsp_transport=options.rtsp_transport)
-    except ValueError as e:
+                             rtsp_transport=options.rtsp_transport,
+                             low_latency=options.low_latency)
+    except (ValueError, TypeError, _fastmog.CudaError) as e:
         raise UserError(str(e)) from None
+    on_device = reader.backend == "nvdec"
     try:
         frames = iter(reader)
         first = next(frames)
-        check_memory(first.host.shape)
+        if on_device:
+            h, w = first.luma.__cuda_array_interface__["shape"][:2]
+            shape = (h, w) if options.grey else (h, w, 3)
+        else:
+            shape = first.host.shape
+        check_memory(shape)
     except StopIteration:
         reader.close()
         raise UserError(f"{url}: the stream gave no frame") from None
@@ -247,7 +261,7 @@ def open_stream(found, options, check_memory):
         while True:
             source.arrivals[n] = frame.arrival
             report_events()
-            yield frame.host
+            yield frame if on_device else frame.host
             n += 1
             if limit is not None and n >= limit:
                 return
@@ -261,11 +275,14 @@ def open_stream(found, options, check_memory):
                 source.decode_error = str(e)
                 return
 
-    source = Source(f"{url} (live stream)", first.host.shape, items(),
-                    fps=options.fps or reader.fps or DEFAULT_FPS)
+    source = Source(f"{url} (live stream)", shape, items(),
+                    fps=options.fps or reader.fps or DEFAULT_FPS, on_device=on_device)
     source.reader = reader
     source.arrivals = {}
-    source.decoder_line = "decoding on the CPU (live streams are decoded on the host)"
+    source.decoder_line = ("decoding with NVDEC (FFmpeg demuxes the stream)" if on_device
+                           else "decoding on the CPU")
+    if decode == "auto" and reader.fallback_reason and not on_device:
+        source.decoder_line += f" ({reader.fallback_reason})"
     return source
 
 

@@ -127,7 +127,8 @@ def run(args):
                     checkpoints)
 
 
-LATENCY = "live frame, decoded to its mask"
+# a live frame's arrival: its packet's with NVDEC, its decoded picture's on the host
+LATENCY = "live frame, arrival to mask"
 
 
 def _stream_event(url, event):
@@ -262,14 +263,14 @@ def _process(args, sub, source, writer, truth, timer, streams, motion, first, ch
 
 
 def _live_summary(reader, latencies):
-    """Reconnects, frames lost and the latency from a frame decoded to its
+    """Reconnects, frames lost and the latency from a frame's arrival to its
     mask (median, p99, max)."""
     line = (f"fastmog: live stream: {reader.reconnects} reconnect"
             f"{'s' if reader.reconnects != 1 else ''}, about {reader.lost_frames} frames lost")
     if latencies:
         ms = sorted(1e3 * t for t in latencies)
         p99 = ms[min(len(ms) - 1, int(0.99 * len(ms)))]
-        line += (f"; latency from a frame decoded to its mask: median {ms[len(ms) // 2]:.2f} "
+        line += (f"; latency from a frame's arrival to its mask: median {ms[len(ms) // 2]:.2f} "
                  f"ms, p99 {p99:.2f} ms, max {ms[-1]:.2f} ms over {len(ms)} frames")
     return line
 

@@ -63,10 +63,14 @@ class _End:
 class LiveDecoder:
     """A network stream through cv2.VideoCapture in a reader thread, frames
     in `depth` + 2 pinned buffers (a frame stays valid until `depth` more
-    were taken, as the host ring's)."""
+    were taken, as the host ring's). The connection, its reader thread and
+    the consumer's interruptible wait are this class's; what one read gives
+    and how it becomes frames are `_item` and `_frames_of`, which the NVDEC
+    backend (_live_nvdec.py) replaces."""
 
     name = "cpu"
     declared = 0
+    capture_options = ()                 # (property, value) pairs added to each open
 
     def __init__(self, source, grey, depth, open_timeout, stall_timeout, max_reconnects,
                  rtsp_transport=None):
@@ -96,6 +100,8 @@ class LiveDecoder:
         self._ready: queue.Queue = queue.Queue(maxsize=2)
         self._free: queue.Queue = queue.Queue()
         self._buffers: list = []
+        self._held: collections.deque = collections.deque()   # handed out, still valid
+        self._last_pts = None
         self._stopping = threading.Event()
         self._thread = None
 
@@ -110,7 +116,8 @@ class LiveDecoder:
                                     [cv2.CAP_PROP_OPEN_TIMEOUT_MSEC, ms,
                                      cv2.CAP_PROP_READ_TIMEOUT_MSEC,
                                      int(self.stall_timeout * 1000),
-                                     cv2.CAP_PROP_N_THREADS, 1])
+                                     cv2.CAP_PROP_N_THREADS, 1,
+                                     *(v for pair in self.capture_options for v in pair)])
 
         if self.rtsp_transport is None:
             return capture()
@@ -172,7 +179,7 @@ class LiveDecoder:
         return None
 
     def _read_all(self):
-        cv2, frames, last_pts, scratch = self.cv2, 0, None, None
+        frames, fresh, scratch = 0, True, None
         last_arrival = time.monotonic()
         while not self._stopping.is_set():
             ok, image = self.cap.read(image=scratch)
@@ -184,32 +191,45 @@ class LiveDecoder:
                                        f"stream ended"))
                 if not self._reconnect(frames, last_arrival):
                     return
-                last_pts = None
+                fresh = True
                 continue
             arrival, scratch = time.monotonic(), image
             last_arrival = arrival
-            if not self._buffers:
-                self._allocate(image.shape)
-            if image.shape[:2] != (self.height, self.width):
-                raise DecodeError(f"{self.source}: frame {frames} is {image.shape[1]}x"
-                                  f"{image.shape[0]}, the first was {self.width}x{self.height}",
-                                  frame_index=frames)
-            buf = self._take_free()
-            if buf is None:
+            item = self._item(image, frames, arrival, fresh)
+            if item is None or not self._put(item):
                 return
-            if self.grey:
-                cv2.cvtColor(image, cv2.COLOR_BGR2GRAY, dst=buf)
-            else:
-                np.copyto(buf, image)        # the one copy, into a pinned buffer
-            msec = self.cap.get(cv2.CAP_PROP_POS_MSEC)
-            pts = msec / 1000.0 if msec >= 0 else None
-            if pts is not None and last_pts is not None and self.fps:
-                # frames the stream skipped within this connection
-                self.lost += max(0, round((pts - last_pts) * self.fps) - 1)
-            last_pts = pts
-            if not self._put((buf, pts, arrival)):
-                return
+            fresh = False
             frames += 1
+
+    def _item(self, image, index, arrival, fresh):
+        """What the reader thread queues for one read: the frame copied into
+        a free ring buffer, its timestamp and arrival (None: closed).
+        fresh: the first read of a connection (whose timestamps start afresh)."""
+        if not self._buffers:
+            self._allocate(image.shape)
+        if image.shape[:2] != (self.height, self.width):
+            raise DecodeError(f"{self.source}: frame {index} is {image.shape[1]}x"
+                              f"{image.shape[0]}, the first was {self.width}x{self.height}",
+                              frame_index=index)
+        buf = self._take_free()
+        if buf is None:
+            return None
+        if self.grey:
+            self.cv2.cvtColor(image, self.cv2.COLOR_BGR2GRAY, dst=buf)
+        else:
+            np.copyto(buf, image)            # the one copy, into a pinned buffer
+        msec = self.cap.get(self.cv2.CAP_PROP_POS_MSEC)
+        pts = msec / 1000.0 if msec >= 0 else None
+        self._count_lost(pts, fresh)
+        return buf, pts, arrival
+
+    def _count_lost(self, pts, fresh):
+        """Adds the frames the stream skipped within this connection, from
+        the jump between this timestamp and the last (a new connection's
+        timestamps start afresh)."""
+        last, self._last_pts = (None if fresh else self._last_pts), pts
+        if pts is not None and last is not None and self.fps:
+            self.lost += max(0, round((pts - last) * self.fps) - 1)
 
     def _reconnect(self, frames, down):
         """Reconnects with backoff; False once closed, DecodeError out of
@@ -241,7 +261,6 @@ class LiveDecoder:
         self._thread = threading.Thread(target=self._run, name=f"fastmog live {self.source}",
                                         daemon=True)
         self._thread.start()
-        held = collections.deque()           # handed out, still valid
         try:
             while True:
                 try:
@@ -254,15 +273,20 @@ class LiveDecoder:
                     if item.error is not None:
                         raise item.error
                     return
-                buf, pts, self.arrival = item
-                held.append(buf)
-                if len(held) > self.depth:
-                    self._free.put(held.popleft())
-                yield None, None, buf, pts
+                yield from self._frames_of(item)
         finally:
             # the caller stopped (or dropped the reader): the thread and its
             # connection end too
             self._stopping.set()
+
+    def _frames_of(self, item):
+        """The frames of one queued item: here the one host frame, its buffer
+        handed back to the reader thread once `depth` newer ones were taken."""
+        buf, pts, self.arrival = item
+        self._held.append(buf)
+        if len(self._held) > self.depth:
+            self._free.put(self._held.popleft())
+        yield None, None, buf, pts
 
     def close(self):
         """Stops the reader thread (it ends within its read timeout; it is a

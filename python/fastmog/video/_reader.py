@@ -20,6 +20,7 @@ from ._backend import Backend
 from ._errors import DecodeError
 from ._host import HostDecoder
 from ._live import LiveDecoder, is_live
+from ._live_nvdec import LiveNvdecDecoder
 from ._nvdec import NvdecDecoder, import_nvc
 from ._nvdec_sessions import ParallelNvdecDecoder
 
@@ -34,8 +35,9 @@ class VideoFrame:
     `pts` is the presentation time in seconds (None where unknown); `number`
     is the frame's place in the container's timeline, round(pts x fps) (None
     where either is unknown): it skips where frames are missing. `arrival`,
-    for a live stream, is when the frame was decoded (time.monotonic()
-    seconds): the start of its latency; None for files."""
+    for a live stream, is when its packet came in (NVDEC) or when it was
+    decoded (host), in time.monotonic() seconds: the start of its latency;
+    None for files."""
 
     index: int
     pts: float | None
@@ -89,8 +91,8 @@ def _close_quietly(frames, decoder):
 class VideoReader:
     """VideoReader(source, *, stream=None, decode="auto", device=None, grey=False,
     depth=4, sessions=1, open_timeout=None, timer=None, stall_timeout=5.0,
-    max_reconnects=None, rtsp_transport=None): iterate for the frames of a video
-    file or stream URL, in order, as VideoFrame records.
+    max_reconnects=None, rtsp_transport=None, low_latency=False): iterate for
+    the frames of a video file or stream URL, in order, as VideoFrame records.
 
     decode: "nvdec" decodes on the GPU with PyNvVideoCodec (DecodeError naming
     the codec and size when it cannot), "cpu" with FFmpeg on the host through
@@ -131,17 +133,23 @@ class VideoReader:
     DecodeError with `frame_index` after yielding every frame before it.
 
     Live streams (`live`: an rtsp://, udp://, tcp://, http(s):// ... URL) are
-    decoded on the host in a reader thread and have no frame count and no
-    end: a drop (the server closes, an error, or no frame for
+    read by FFmpeg (through OpenCV) in a reader thread and decoded by NVDEC
+    (H.264, HEVC, AV1, VP9, VP8; FFmpeg only demuxes) or on the host as
+    `decode` says, and have no frame count and no end: a drop (the server closes, an error, or no frame for
     `stall_timeout` seconds) is followed by reconnects with a growing pause
     (0.5 s to 8 s), up to `max_reconnects` (None: until closed), after which
     DecodeError. `reconnects`, `lost_frames` (frames missing, from timestamp
     jumps and the time down) and `events` (StreamEvent records) say what
-    happened; each frame's `arrival` starts its latency. The wait for a
+    happened; each frame's `arrival` starts its latency (NVDEC: when its
+    packet came in; host: when it was decoded). The wait for a
     frame is interruptible by Ctrl-C; the first open gives up after
     `open_timeout` seconds (default 10) with DecodeError. `rtsp_transport`
     ("tcp" or "udp"; None: FFmpeg's choice) is how an rtsp:// stream's RTP
-    packets travel.
+    packets travel. `low_latency` (NVDEC) hands each frame out as soon as
+    its packet is decoded instead of holding one back for reordering: for
+    streams without B-frames, as most cameras send (one with them ends with
+    DecodeError at its first out-of-order picture); the host decoder ignores
+    it (it holds nothing back but B-frames' reordering).
 
     Each decoded frame is timed like a fastmog call, "VideoReader.decode", in
     `timer` or the active fastmog.profile() Timer, and is an NVTX range when
@@ -152,7 +160,7 @@ class VideoReader:
 
     def __init__(self, source, *, stream=None, decode="auto", device=None, grey=False, depth=4,
                  sessions=1, open_timeout=None, timer=None, stall_timeout=5.0,
-                 max_reconnects=None, rtsp_transport=None):
+                 max_reconnects=None, rtsp_transport=None, low_latency=False):
         if decode not in ("auto", "nvdec", "cpu"):
             raise ValueError(f"decode must be 'auto', 'nvdec' or 'cpu', not {decode!r}")
         if not isinstance(depth, int) or depth < 1:
@@ -175,10 +183,12 @@ class VideoReader:
         self._decoder, self._pending = None, None
         self.live = is_live(source)
         if self.live:
-            self._open_live(decode, open_timeout, stall_timeout, max_reconnects,
-                            rtsp_transport)
+            self._open_live(decode, stream, device, open_timeout, stall_timeout,
+                            max_reconnects, rtsp_transport, bool(low_latency))
         elif rtsp_transport is not None:
             raise ValueError("rtsp_transport is for rtsp:// streams")
+        elif low_latency:
+            raise ValueError("low_latency is for live streams")
         elif decode != "cpu":
             try:
                 self._open_nvdec(stream, device, open_timeout, sessions)
@@ -199,10 +209,8 @@ class VideoReader:
         self._numbers = []                   # the timeline places read, for gaps
         self._closed = False
 
-    def _open_live(self, decode, open_timeout, stall_timeout, max_reconnects, rtsp_transport):
-        if decode == "nvdec":
-            raise DecodeError(f"{self.source}: live streams are decoded on the host for now; "
-                              f"pass decode='cpu' (or 'auto')")
+    def _open_live(self, decode, stream, device, open_timeout, stall_timeout, max_reconnects,
+                   rtsp_transport, low_latency):
         if not (isinstance(stall_timeout, (int, float)) and 0 < stall_timeout < float("inf")):
             raise ValueError(f"stall_timeout must be a positive number of seconds, not "
                              f"{stall_timeout!r}")
@@ -216,11 +224,29 @@ class VideoReader:
                              f"not {rtsp_transport!r}")
         if rtsp_transport is not None and not self.source.lower().startswith("rtsp"):
             raise ValueError("rtsp_transport is for rtsp:// streams")
-        self.fallback_reason = (None if decode == "cpu"
-                                else "live streams are decoded on the host for now")
-        self._decoder = LiveDecoder(self.source, self.grey, self.depth, open_timeout,
-                                    stall_timeout, max_reconnects, rtsp_transport)
+        connection = (open_timeout, stall_timeout, max_reconnects, rtsp_transport)
+        if decode != "cpu":
+            try:
+                self._decoder = self._open_live_nvdec(stream, device, connection, low_latency)
+            except (DecodeError, TypeError) as e:
+                if decode == "nvdec":
+                    raise
+                self.fallback_reason = str(e).splitlines()[0]
+        else:
+            self.fallback_reason = "decode='cpu' was asked for"
+        if self._decoder is None:
+            self._decoder = LiveDecoder(self.source, self.grey, self.depth, *connection)
         self._frames = self._decoder.frames()
+
+    def _open_live_nvdec(self, stream, device, connection, low_latency):
+        import_nvc()                         # the most basic reason first
+        if stream is None:
+            raise TypeError("NVDEC decoding needs stream=: pass the fastmog.Stream you apply "
+                            "MOG2 on (NVDEC's output copies are queued there)")
+        if device is not None and device != stream.device:
+            raise ValueError(f"device={device} but the stream is on device {stream.device}")
+        return LiveNvdecDecoder(self.source, stream, self.grey, *connection,
+                                low_latency=low_latency)
 
     def _open_nvdec(self, stream, device, open_timeout, sessions):
         import_nvc()                         # the most basic reason first
