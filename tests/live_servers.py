@@ -1,10 +1,14 @@
 """Live stream servers for the tests, on loopback only, started and stopped
 by the test: a TCP server whose connections each follow a script (send some
 bytes, then close or hold the connection open), a UDP sender that loops a
-clip, and an HTTP server of one file. Their clip is an MPEG-TS file that
+clip, an HTTP server of one file, a minimal RTSP server of our own (for the
+GPU machine, where nothing can be installed) and GStreamer's RTSP server. Their clip is an MPEG-TS file that
 OpenCV writes (a container made for streams)."""
 import http.server
+import os
+import select
 import socket
+import subprocess
 import threading
 import time
 
@@ -39,22 +43,31 @@ def write_ts_clip(path, n=50, size=(64, 48), fps=25.0):
     return path
 
 
+def _frame_starts(data, end=None):
+    """Offsets of the transport packets of `data` (up to `end`) that start a
+    video PES packet (00 00 01 E0): one per frame, in decode order."""
+    return [at for at in range(0, (len(data) - 187) if end is None else end, 188)
+            if data[at] == 0x47 and data[at + 1] & 0x40
+            and _payload(data[at:at + 188]).startswith(b"\x00\x00\x01\xe0")]
+
+
 def frame_boundary(data, fraction):
     """A cut of the transport stream `data` near `fraction` of it that leaves
-    whole frames before it: just before a transport packet that starts a
-    video PES packet (00 00 01 E0)."""
-    starts = [at for at in range(0, len(data) - 188, 188)
-              if data[at] == 0x47 and data[at + 1] & 0x40
-              and _payload(data[at:at + 188]).startswith(b"\x00\x00\x01\xe0")]
+    whole frames before it: just before a packet that starts a frame."""
     want = fraction * len(data)
-    return min(starts[1:], key=lambda at: abs(at - want))
+    return min(_frame_starts(data)[1:], key=lambda at: abs(at - want))
 
 
 def frames_before(data, cut):
     """How many video PES packets (frames) of `data` start before `cut`."""
-    return sum(1 for at in range(0, cut, 188)
-               if data[at] == 0x47 and data[at + 1] & 0x40
-               and _payload(data[at:at + 188]).startswith(b"\x00\x00\x01\xe0"))
+    return len(_frame_starts(data, cut))
+
+
+def keyframe_starts(data):
+    """Offsets of the packets that start a key frame (the muxer marks them
+    with the adaptation field's random access indicator), in order."""
+    return [at for at in _frame_starts(data)
+            if (data[at + 3] >> 4) & 3 in (2, 3) and data[at + 4] and data[at + 5] & 0x40]
 
 
 def _payload(packet):
@@ -313,3 +326,49 @@ class RtspServer(_Server):
         finally:
             if udp is not None:
                 udp.close()
+
+
+class GstRtspServer:
+    """GStreamer's RTSP server (gst_rtsp_server.py, run by the system
+    Python) serving the MPEG-TS file `path` at rtsp://127.0.0.1:port/cam;
+    the test skips, saying why, where GStreamer's RTSP server or its
+    bindings are not installed. `port` (0: any free one) lets a restarted
+    server take its predecessor's."""
+
+    PYTHON = "/usr/bin/python3"          # the one Debian's python3-gi serves
+
+    def __init__(self, path, port=0):
+        self.path, self.port = path, port
+
+    def __enter__(self):
+        import pytest
+
+        if not os.path.exists(self.PYTHON):
+            pytest.skip(f"no {self.PYTHON} to run GStreamer's RTSP server")
+        script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "gst_rtsp_server.py")
+        self.proc = subprocess.Popen([self.PYTHON, script, str(self.path), str(self.port)],
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        ready, _, _ = select.select([self.proc.stdout], [], [], 20)
+        line = self.proc.stdout.readline().strip() if ready else ""
+        if not line.startswith("ready "):
+            self._stop()
+            if line.startswith("unavailable:"):
+                pytest.skip(f"GStreamer's RTSP server is {line} (Debian: "
+                            f"gir1.2-gst-rtsp-server-1.0, gstreamer1.0-plugins-good/-bad)")
+            raise RuntimeError(f"GStreamer's RTSP server did not start: {line!r}")
+        self.port = int(line.split()[1])
+        self.url = f"rtsp://127.0.0.1:{self.port}/cam"
+        return self
+
+    def _stop(self):
+        self.proc.terminate()
+        try:
+            self.proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+        self.proc.stdin.close()
+        self.proc.stdout.close()
+
+    def __exit__(self, *exc):
+        self._stop()

@@ -59,3 +59,10 @@ def test_ci_cross_compiles_the_host_code_for_aarch64_with_setups_flags():
                        capture_output=True, text=True, timeout=60, cwd=ROOT)
     assert r.returncode == 0, r.stderr
     assert "-std=c11" in r.stdout.split() and "-fopenmp" in r.stdout.split()
+
+
+def test_ci_installs_the_real_rtsp_server_before_the_tests_that_use_it():
+    """The live tests' GStreamer RTSP server runs in CI, not skipped there."""
+    commands = _commands(CI)
+    installs = commands.index("step bash .ci/rtsp-server")
+    assert installs < min(k for k, c in enumerate(commands) if "fresh-venv" in c or "pytest" in c)

@@ -9,8 +9,8 @@ import pytest
 
 import fastmog
 from clip_helpers import device_array, manifest, sha256
-from live_servers import (HttpServer, RtspServer, TcpServer, UdpSender, frame_boundary,
-                          frames_before, ts_clip, unused_port)
+from live_servers import (GstRtspServer, HttpServer, RtspServer, TcpServer, UdpSender,
+                          frame_boundary, frames_before, keyframe_starts, ts_clip, unused_port)
 
 cv2 = pytest.importorskip("cv2")
 
@@ -174,6 +174,27 @@ def test_a_udp_stream_never_repeats_or_invents_a_frame(clip):
     assert sum(b < a for a, b in zip(known, known[1:])) <= 2, places      # loops only
 
 
+def _relayed_without_a_gop(data):
+    """The stream as a relay that dropped the packets from its second key
+    frame to its third passes it on; (that, first frame dropped, first after)."""
+    a, b = keyframe_starts(data)[1:3]
+    return data[:a] + data[b:], frames_before(data, a), frames_before(data, b)
+
+
+def test_packets_a_relay_drops_are_counted_lost_never_invented(clip):
+    """The frames before and after the hole come as the file's; those in it
+    are counted lost from the timestamps, none repeated or made up."""
+    path, data, expected = clip
+    relayed, first, after = _relayed_without_a_gop(data)
+    want = expected[:first] + expected[after:]
+    with TcpServer([("send", relayed, "hold")]) as server:
+        with fastmog.VideoReader(server.url, decode="cpu") as reader:
+            got = _read(reader, len(want) - 2)
+            assert reader.lost_frames == after - first > 0
+    for k, g in enumerate(got):
+        np.testing.assert_array_equal(g, want[k], err_msg=f"frame {k}")
+
+
 def test_an_http_stream(clip):
     path, data, expected = clip
     with HttpServer(data) as server:
@@ -208,6 +229,44 @@ def test_an_rtsp_stream_over_either_transport(clip, transport):
         np.testing.assert_array_equal(g, expected[k], err_msg=f"frame {k}")
     with pytest.raises(ValueError, match="rtsp_transport is for rtsp"):
         fastmog.VideoReader(str(path), decode="cpu", rtsp_transport="tcp")
+
+
+@pytest.mark.parametrize("transport", ["tcp", "udp"])
+def test_gstreamers_rtsp_server_over_either_transport(clip, transport):
+    path, data, expected = clip
+    with GstRtspServer(path) as server:
+        with fastmog.VideoReader(server.url, decode="cpu", rtsp_transport=transport,
+                                 open_timeout=10.0) as reader:
+            got = _read(reader, 30)
+    for k, g in enumerate(got):
+        np.testing.assert_array_equal(g, expected[k], err_msg=f"frame {k}")
+
+
+def test_a_restarted_rtsp_server_is_reconnected(clip):
+    """GStreamer's server stopped mid-stream and started again on its port:
+    one drop, one reconnect, then the clip from its first frame (a new
+    session starts the file over); the time down is counted as lost."""
+    path, data, expected = clip
+    with GstRtspServer(path) as server:
+        reader = fastmog.VideoReader(server.url, decode="cpu", rtsp_transport="tcp",
+                                     stall_timeout=1.0, open_timeout=10.0)
+        frames = iter(reader)
+        before = [next(frames).host.copy() for _ in range(10)]
+    with reader, GstRtspServer(path, server.port):
+        after = []
+        for frame in frames:
+            if reader.reconnects:
+                after.append(frame.host.copy())
+                if len(after) == 10:
+                    break
+        assert [e.kind for e in reader.events] == ["dropped", "reconnected"]
+        assert reader.lost_frames >= 1
+    for k, g in enumerate(before):
+        np.testing.assert_array_equal(g, expected[k], err_msg=f"frame {k}")
+    start = next(k for k, e in enumerate(expected) if np.array_equal(after[0], e))
+    assert start <= 2, start                # the new session's first frames, not the old's
+    for k, g in enumerate(after):
+        np.testing.assert_array_equal(g, expected[start + k], err_msg=f"frame {k} after")
 
 
 def _live_threads():
@@ -392,3 +451,15 @@ def test_low_latency_is_for_live_streams(clip):
     path, data, expected = clip
     with pytest.raises(ValueError, match="low_latency is for live streams"):
         fastmog.VideoReader(str(path), decode="cpu", low_latency=True)
+
+
+@pytest.mark.gpu
+def test_an_nvdec_stream_counts_what_a_relay_dropped(nvdec, h264_ts):
+    data, want = h264_ts
+    relayed, first, after = _relayed_without_a_gop(data)
+    kept = want[:first] + want[after:]
+    with TcpServer([("send", relayed, "hold")]) as server:
+        with fastmog.VideoReader(server.url, stream=nvdec, decode="nvdec", grey=True) as reader:
+            hashes, _, _ = _luma_hashes(reader, nvdec, len(kept) - 4)
+            assert reader.lost_frames == after - first > 0
+    assert hashes == kept[:len(kept) - 4]
