@@ -152,3 +152,34 @@ def test_an_nvdec_stream_gives_the_files_masks(clips, nvdec, tmp_path):
     for g, w in zip(got, want):
         np.testing.assert_array_equal(cv2.imread(str(g), cv2.IMREAD_UNCHANGED),
                                       cv2.imread(str(w), cv2.IMREAD_UNCHANGED), err_msg=g.name)
+
+
+def test_with_the_motion_step_the_latency_ends_at_the_motion_result(clip, tmp_path):
+    path, data, expected = clip
+    with TcpServer([("send", data, "hold")]) as server:
+        r = run(server.url, "--cpu", *MOG2, "--frames", "20", "--events",
+                tmp_path / "events.jsonl", "--profile", timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert "latency from a frame's arrival to its motion result: median " in r.stdout
+    assert "Latency:\n  live frame, arrival to motion result: median " in r.stdout
+    assert "over 20 samples" in r.stdout
+
+
+@pytest.mark.gpu
+def test_an_nvdec_stream_with_motion_on_the_gpu_gives_the_files_events(clips, nvdec,
+                                                                         tmp_path):
+    ts, mkv = clips / "vtest_h264.ts", clips / "vtest_h264.mkv"
+    if not ts.is_file():
+        pytest.skip(f"no vtest_h264.ts in {clips}: run python benchmarks/make_clips.py")
+    motion = ["--min-area", "30", "--threshold", "0.002"]
+    live, from_file = tmp_path / "live.jsonl", tmp_path / "file.jsonl"
+    with TcpServer([("send", ts.read_bytes(), "hold")]) as server:
+        r = run(server.url, "--decode", "nvdec", "--grey", *MOG2, *motion, "--frames", "100",
+                "--events", live, "--profile", timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert "on the GPU)" in r.stdout
+    assert "latency from a frame's arrival to its motion result: median " in r.stdout
+    f = run(mkv, "--decode", "nvdec", "--grey", *MOG2, *motion, "--frames", "100",
+            "--events", from_file, timeout=120)
+    assert f.returncode == 0, f.stderr
+    assert live.read_text() == from_file.read_text() and live.read_text()

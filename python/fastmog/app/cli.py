@@ -127,8 +127,10 @@ def run(args):
                     checkpoints)
 
 
-# a live frame's arrival: its packet's with NVDEC, its decoded picture's on the host
+# a live frame's arrival: its packet's with NVDEC, its decoded picture's on the
+# host; its end: the mask, or with the motion step the motion result
 LATENCY = "live frame, arrival to mask"
+LATENCY_MOTION = "live frame, arrival to motion result"
 
 
 def _stream_event(url, event):
@@ -154,18 +156,21 @@ def _process(args, sub, source, writer, truth, timer, streams, motion, first, ch
             checkpoints.write(done.frames)
 
     def on_mask(index, mask):
+        at = first + index                      # the frame's place in the source
+        if motion is not None and not motion.on_gpu:
+            motion.on_mask(at, mask)
+        # the GPU motion step ran before this (on the device mask): either
+        # way the latency ends at the motion result when there is one
         if source.arrivals is not None:
             arrival = source.arrivals.pop(index, None)
             if arrival is not None:
                 latencies.append(time.monotonic() - arrival)
                 if timer is not None:
-                    timer.latency(LATENCY, latencies[-1])
-        at = first + index                      # the frame's place in the source
+                    timer.latency(LATENCY if motion is None else LATENCY_MOTION,
+                                  latencies[-1])
         if truth is not None:
             number = source.numbers[at] if source.numbers else at
             truth.add(number if number is not None else at, mask)
-        if motion is not None and not motion.on_gpu:
-            motion.on_mask(at, mask)
         if checkpoints is not None:
             checkpoints.after(index + 1)
 
@@ -222,7 +227,8 @@ def _process(args, sub, source, writer, truth, timer, streams, motion, first, ch
             checked = " (not read back: interrupted)" if interrupted else " (read back: exact)"
         print(f"fastmog: wrote {writer.count} masks to {shown(args.out)}{checked}")
     if source.arrivals is not None:
-        print(_live_summary(source.reader, latencies))
+        print(_live_summary(source.reader, latencies,
+                            "its mask" if motion is None else "its motion result"))
     if motion is not None:
         print("\n".join(motion.summary({"events": args.events, "regions": args.regions})))
     if checkpoints is not None:
@@ -262,15 +268,15 @@ def _process(args, sub, source, writer, truth, timer, streams, motion, first, ch
     return EXIT_OK
 
 
-def _live_summary(reader, latencies):
-    """Reconnects, frames lost and the latency from a frame's arrival to its
-    mask (median, p99, max)."""
+def _live_summary(reader, latencies, end):
+    """Reconnects, frames lost and the latency from a frame's arrival to
+    `end` (median, p99, max)."""
     line = (f"fastmog: live stream: {reader.reconnects} reconnect"
             f"{'s' if reader.reconnects != 1 else ''}, about {reader.lost_frames} frames lost")
     if latencies:
         ms = sorted(1e3 * t for t in latencies)
         p99 = ms[min(len(ms) - 1, int(0.99 * len(ms)))]
-        line += (f"; latency from a frame's arrival to its mask: median {ms[len(ms) // 2]:.2f} "
+        line += (f"; latency from a frame's arrival to {end}: median {ms[len(ms) // 2]:.2f} "
                  f"ms, p99 {p99:.2f} ms, max {ms[-1]:.2f} ms over {len(ms)} frames")
     return line
 
