@@ -205,6 +205,17 @@ def open_source(found, options, *, on_gpu, stream, timer, check_memory):
                       check_memory=check_memory)
 
 
+def _decoder_asked(options, on_gpu):
+    """VideoReader's decode= for --decode: the host where the host reference
+    runs (--decode nvdec there is one line)."""
+    if on_gpu:
+        return options.decode
+    if options.decode == "nvdec":
+        raise UserError("--decode nvdec needs a usable GPU, and the host reference runs "
+                        "here; use --decode cpu")
+    return "cpu"
+
+
 def open_stream(found, options, *, on_gpu, stream, check_memory):
     """A live stream through fastmog.VideoReader, decoded by NVDEC (on
     `stream`) or on the host as `options.decode` asks; it has no count and no
@@ -212,12 +223,7 @@ def open_stream(found, options, *, on_gpu, stream, check_memory):
     to options.on_stream_event as they are seen; each frame's arrival is
     kept, by index, for its latency (Source.arrivals)."""
     url = found.path
-    decode = options.decode
-    if not on_gpu:
-        if decode == "nvdec":
-            raise UserError("--decode nvdec needs a usable GPU, and the host reference runs "
-                            "here; use --decode cpu")
-        decode = "cpu"
+    decode = _decoder_asked(options, on_gpu)
     try:
         reader = VideoReader(url, stream=stream if on_gpu else None, decode=decode,
                              grey=options.grey, open_timeout=options.open_timeout,
@@ -348,12 +354,7 @@ def open_video(found, options, *, on_gpu, stream, timer, check_memory):
     """A video file through fastmog.VideoReader, the one way fastmog reads
     video: NVDEC or host decoding as `options.decode` asks, the host where
     the host reference runs; the first frame is decoded now."""
-    decode = options.decode
-    if not on_gpu:
-        if decode == "nvdec":
-            raise UserError("--decode nvdec needs a usable GPU, and the host reference runs "
-                            "here; use --decode cpu")
-        decode = "cpu"
+    decode = _decoder_asked(options, on_gpu)
     path = found.path
     try:
         # NVDEC queues its output on the stream MOG2 runs on

@@ -238,23 +238,24 @@ class VideoReader:
             self._decoder = LiveDecoder(self.source, self.grey, self.depth, *connection)
         self._frames = self._decoder.frames()
 
-    def _open_live_nvdec(self, stream, device, connection, low_latency):
-        import_nvc()                         # the most basic reason first
+    @staticmethod
+    def _check_nvdec(stream, device):
+        """Refuses NVDEC for its most basic reason first: PyNvVideoCodec or
+        the GPU unusable, no stream to queue its output on, another device."""
+        import_nvc()
         if stream is None:
             raise TypeError("NVDEC decoding needs stream=: pass the fastmog.Stream you apply "
                             "MOG2 on (NVDEC's output copies are queued there)")
         if device is not None and device != stream.device:
             raise ValueError(f"device={device} but the stream is on device {stream.device}")
+
+    def _open_live_nvdec(self, stream, device, connection, low_latency):
+        self._check_nvdec(stream, device)
         return LiveNvdecDecoder(self.source, stream, self.grey, *connection,
                                 low_latency=low_latency)
 
     def _open_nvdec(self, stream, device, open_timeout, sessions):
-        import_nvc()                         # the most basic reason first
-        if stream is None:
-            raise TypeError("NVDEC decoding needs stream=: pass the fastmog.Stream you apply "
-                            "MOG2 on (NVDEC's output copies are queued there)")
-        if device is not None and device != stream.device:
-            raise ValueError(f"device={device} but the stream is on device {stream.device}")
+        self._check_nvdec(stream, device)
         if sessions > 1:
             decoder = ParallelNvdecDecoder(
                 self.source, stream, stream.device, open_timeout, sessions,
