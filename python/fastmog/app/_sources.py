@@ -205,6 +205,15 @@ def open_source(found, options, *, on_gpu, stream, timer, check_memory):
                       check_memory=check_memory)
 
 
+def _frame_shape(frame, grey):
+    """The shape MOG2 sees of a VideoReader frame: an NVDEC frame's luma
+    size (grey, or BGR after nv12_to_bgr), a host frame's own."""
+    if frame.host is not None:
+        return frame.host.shape
+    h, w = frame.luma.__cuda_array_interface__["shape"][:2]
+    return (h, w) if grey else (h, w, 3)
+
+
 def _decoder_asked(options, on_gpu):
     """VideoReader's decode= for --decode: the host where the host reference
     runs (--decode nvdec there is one line)."""
@@ -236,11 +245,7 @@ def open_stream(found, options, *, on_gpu, stream, check_memory):
     try:
         frames = iter(reader)
         first = next(frames)
-        if on_device:
-            h, w = first.luma.__cuda_array_interface__["shape"][:2]
-            shape = (h, w) if options.grey else (h, w, 3)
-        else:
-            shape = first.host.shape
+        shape = _frame_shape(first, options.grey)
         check_memory(shape)
     except StopIteration:
         reader.close()
@@ -394,11 +399,7 @@ def _video_source(reader, path, options, on_gpu, check_memory):
         raise UserError(f"cannot read video {shown(path)}: no frame could be decoded") from None
     except ValueError as e:
         raise UserError(f"cannot read video {shown(path)}: {_why(e, path)}") from None
-    if on_device:
-        h, w = first.luma.__cuda_array_interface__["shape"][:2]
-        shape = (h, w) if options.grey else (h, w, 3)
-    else:
-        shape = first.host.shape
+    shape = _frame_shape(first, options.grey)
     check_memory(shape)
     limit = options.frames
     source = None
