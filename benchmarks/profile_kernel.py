@@ -1,30 +1,36 @@
-"""A short, steady MOG2 workload for Nsight Compute: 4K grey and BGR frames of
-a real scene (vtest.avi tiled), 40 warm-up applies then 4 more of each.
+"""A short, steady MOG2 workload for Nsight Compute: issue 25's scene (the
+CDnet traffic sequence tiled to 4K) in grey or BGR, or seeded noise, a model
+warmed on 200 frames, then 4 more applies.
 
-    ncu --clock-control none -k regex:mog2_apply --launch-skip 40 --launch-count 2 \\
-        --metrics dram__bytes_read.sum,dram__bytes_write.sum,gpu__time_duration.sum \\
-        python benchmarks/profile_kernel.py --data DIR
+    ncu --clock-control none -k regex:mog2_apply_kernel --launch-skip 200 \\
+        --launch-count 1 --set full \\
+        python benchmarks/profile_kernel.py --colour bgr [--noise] [--data DIR]
 """
-import sys
+import argparse
 
 import numpy as np
 
 import fastmog
-from run import find_test_data, real_frames
+from run import WARM, find_test_data, scene_frames
 
 
 def main():
-    data = sys.argv[sys.argv.index("--data") + 1] if "--data" in sys.argv else find_test_data()
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--colour", choices=("grey", "bgr"), default="grey")
+    parser.add_argument("--noise", action="store_true")
+    parser.add_argument("--data", default=None)
+    args = parser.parse_args()
+    data = args.data or find_test_data()
+    host = scene_frames(data, args.colour, "noise" if args.noise else "real")
     with fastmog.Stream() as s:
-        for colour in ("grey", "bgr"):
-            frames = [fastmog.GpuMat.from_array(f, stream=s)
-                      for f in real_frames(data, 2160, 3840, colour, 40)]
-            sub = fastmog.BackgroundSubtractorMOG2()
-            mask = fastmog.GpuMat((2160, 3840), np.uint8)
-            for i in range(44):
-                sub.apply(frames[i % 40], stream=s, fgmask=mask)
-            s.synchronize()
-            print(colour, "mean modes", sub.mode_counts().download(stream=s).mean())
+        frames = [fastmog.GpuMat.from_array(f, stream=s) for f in host]
+        sub = fastmog.BackgroundSubtractorMOG2()
+        mask = fastmog.GpuMat(frames[0].shape[:2], np.uint8)
+        for i in range(WARM + 4):
+            sub.apply(frames[i % len(frames)], stream=s, fgmask=mask)
+        s.synchronize()
+        print(args.colour, "noise" if args.noise else "road", "warm", WARM,
+              "mean modes", sub.mode_counts().download(stream=s).mean())
 
 
 if __name__ == "__main__":

@@ -170,14 +170,19 @@ __device__ __forceinline__ void run_pixel(const fm_mog2_params &p, const fm_mog2
     store_pixel(model, i, px);
 }
 
-// Blocks per SM asked of the register allocator: as many as fit without
-// spilling, since occupancy is what keeps enough loads in flight.
+// Blocks per SM asked of the register allocator. The kernel is bound by the
+// latency of its model loads (Nsight Compute: half of all stall cycles wait
+// on L1TEX), so more warps in flight beat a few spilled registers: on an
+// H100, grey at 6 blocks (40 registers, 36 bytes spilled) and BGR at 4 (63,
+// none) were 5-12 % faster per frame than at 4 and 3 (47 and 66 registers);
+// 8 and 5 were slower (cuda/MOG2_NOTES.md, v8).
 template <int C>
-constexpr int kMinBlocks = C == 1 ? 4 : (C == 3 ? 3 : 2);
-// A pass over several frames keeps more live values (the next frame's
-// pointers and rates): one block fewer, so nothing spills.
+constexpr int kMinBlocks = C == 1 ? 6 : (C == 3 ? 4 : 2);
+// A pass over several frames reuses each load for K frames, so it gains from
+// occupancy even at the cost of spills: 5 and 4 blocks were the fastest for
+// K = 16 of those tried.
 template <int C, int N>
-constexpr int kMinBlocksFor = N == 1 ? kMinBlocks<C> : (C == 1 ? 3 : 2);
+constexpr int kMinBlocksFor = N == 1 ? kMinBlocks<C> : (C == 1 ? 5 : 4);
 
 template <int N>
 struct Pass {

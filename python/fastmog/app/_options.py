@@ -22,7 +22,13 @@ and the summary printed).
 """
 
 
-DEFAULT_BATCH = 8             # --batch for files; a live stream's is 1 (latency)
+# --batch for files; a live stream's is 1 (latency). Measured on an H100, the
+# built-in 4K grey scene, 3000 frames, three rounds: K = 1, 2 and 4 within
+# noise of each other (medians 4806, 4969 and 5009 frames/s), 8 and 16
+# slower (4124, 3656): larger batches leave the kernel idle while a whole
+# batch's copies queue. 4 keeps half the kernel's time free for colour
+# frames and slower GPUs (benchmarks/RESULTS.md, "main job --batch").
+DEFAULT_BATCH = 4
 
 
 def _size(text):

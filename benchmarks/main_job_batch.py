@@ -1,0 +1,48 @@
+"""The main job's default --batch against every K a user could choose, in one
+run: `python -m fastmog --frames N --batch K` on the built-in 4K grey scene,
+K = 1, 2, 4, 8, 16 and the default, in interleaved rounds (so a slow moment of
+the machine costs every K alike), with the median frames/s of each.
+
+    python benchmarks/main_job_batch.py [--frames 3000] [--rounds 3]
+"""
+import argparse
+import re
+import statistics
+import subprocess
+import sys
+
+KS = ("default", 1, 2, 4, 8, 16)
+
+
+def frames_per_s(frames, k):
+    cmd = [sys.executable, "-m", "fastmog", "--frames", str(frames)]
+    if k != "default":
+        cmd += ["--batch", str(k)]
+    out = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    found = re.search(r"([0-9.]+) frames/s", out.stdout + out.stderr)
+    if out.returncode != 0 or found is None:
+        sys.exit(f"{' '.join(cmd)} failed (exit {out.returncode}): "
+                 f"{(out.stdout + out.stderr).strip()[-300:]}")
+    return float(found.group(1))
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--frames", type=int, default=3000)
+    parser.add_argument("--rounds", type=int, default=3)
+    args = parser.parse_args()
+    frames_per_s(300, "default")            # a warm host and driver for the first K
+    runs = {k: [] for k in KS}
+    for _ in range(args.rounds):
+        for k in KS:
+            runs[k].append(frames_per_s(args.frames, k))
+    best = max(statistics.median(v) for v in runs.values())
+    print(f"main job, built-in 4K grey scene, {args.frames} frames, {args.rounds} rounds")
+    print(f"{'--batch':>8}  {'median':>8}  runs (frames/s)")
+    for k, v in runs.items():
+        print(f"{k!s:>8}  {statistics.median(v):8.0f}  {', '.join(f'{x:.0f}' for x in v)}"
+              f"{'  (fastest)' if statistics.median(v) == best else ''}")
+
+
+if __name__ == "__main__":
+    main()
