@@ -7,8 +7,18 @@
 static const char *advice_for(cudaError_t err)
 {
     switch (err) {
-    case cudaErrorNoDevice:
     case cudaErrorInsufficientDriver:
+        /* The one build mismatch a user can fix by installing the other
+         * distribution (fastmog._diagnose.BUILDS has the same table). */
+#if CUDART_VERSION >= 13000
+        return "; this fastmog's CUDA 13 runtime needs an NVIDIA driver 580.65.06 or newer: "
+               "update the driver, or pip install fastmog-cu12 (drivers 525.60.13 and newer); "
+               "fastmog.diagnose() says which driver is loaded";
+#else
+        return "; this fastmog's CUDA 12 runtime needs an NVIDIA driver 525.60.13 or newer: "
+               "update the driver; fastmog.diagnose() says which driver is loaded";
+#endif
+    case cudaErrorNoDevice:
     case cudaErrorInitializationError:
         return "; no usable NVIDIA GPU: check the driver with nvidia-smi, "
                "or run fastmog.diagnose()";

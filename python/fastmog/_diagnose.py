@@ -3,11 +3,38 @@ import sys
 
 from . import _fastmog
 
+# Per CUDA major of the runtime linked in: the oldest Linux driver that runs
+# it (with CUDA's minor-version compatibility a major's first driver runs
+# every runtime of that major) and the distribution built with it.
+BUILDS = {12: ("525.60.13", "fastmog-cu12"), 13: ("580.65.06", "fastmog-cu13")}
+
 
 def _version_text(encoded):
     if not encoded:
         return "none"
     return f"{encoded // 1000}.{encoded % 1000 // 10}"
+
+
+def driver_advice(runtime, driver):
+    """What to do when the driver (CUDA version it supports, encoded as
+    cudaDriverGetVersion gives it; 0 for none) cannot run this build's
+    runtime; "" when it can."""
+    major = runtime // 1000
+    if driver >= runtime - runtime % 1000 or major not in BUILDS:
+        return ""
+    needs, _ = BUILDS[major]
+    advice = (f"this fastmog is built with CUDA {_version_text(runtime)} and needs an NVIDIA "
+              f"driver {needs} or newer")
+    if not driver:
+        return advice + "; no NVIDIA driver is loaded"
+    advice += f"; this driver supports CUDA {_version_text(driver)} only"
+    older = [m for m in BUILDS if m * 1000 <= driver]
+    if older:
+        fits = BUILDS[max(older)][1]
+        advice += f": update the driver, or pip install {fits}, built for it"
+    else:
+        advice += ": update the driver"
+    return advice
 
 
 def diagnose(file=None):
@@ -23,12 +50,15 @@ def diagnose(file=None):
         "status": status,
         "devices": [],
     }
-    print(f"fastmog CUDA runtime {report['runtime_version']} (linked statically)", file=out)
+    needs = BUILDS.get(runtime // 1000, ("", ""))[0]
+    report["driver_needed"] = needs
+    print(f"fastmog CUDA runtime {report['runtime_version']} (linked statically"
+          + (f"; needs an NVIDIA driver {needs} or newer)" if needs else ")"), file=out)
     print(f"NVIDIA driver supports CUDA {report['driver_version']}", file=out)
     if status != "cudaSuccess":
         reason = {
-            "cudaErrorInsufficientDriver": "no NVIDIA driver is loaded, or it is older than "
-                                           "the runtime needs",
+            "cudaErrorInsufficientDriver": driver_advice(runtime, driver)
+            or "no NVIDIA driver is loaded, or it is older than the runtime needs",
             "cudaErrorNoDevice": "the driver sees no CUDA GPU",
         }.get(status, text)
         report["reason"] = reason

@@ -28,7 +28,8 @@ def test_diagnose_reports_devices_or_reason():
     buf = io.StringIO()
     report = fastmog.diagnose(file=buf)
     text = buf.getvalue()
-    assert "CUDA runtime 13" in text
+    runtime = fastmog._fastmog._versions()[0]
+    assert f"CUDA runtime {runtime // 1000}." in text
     if GPU_OK:
         assert report["devices"] and "compute capability" in text
     else:
@@ -110,3 +111,37 @@ def test_without_gpu_first_operation_raises_actionable_cuda_error():
         assert "diagnose" in str(err)
     # and nothing was left half-made
     assert fastmog.memory_stats()["pinned_in_use"] == 0
+
+
+@pytest.mark.parametrize("runtime, driver, says", [
+    (13000, 12040, ["CUDA 13.0", "580.65.06", "supports CUDA 12.4", "pip install fastmog-cu12"]),
+    (13000, 0, ["580.65.06", "no NVIDIA driver is loaded"]),
+    (12080, 11080, ["525.60.13", "supports CUDA 11.8", "update the driver"]),
+])
+def test_an_old_driver_is_told_which_build_fits(runtime, driver, says):
+    advice = fastmog._diagnose.driver_advice(runtime, driver)
+    for text in says:
+        assert text in advice
+    if driver >= 12000:
+        assert "fastmog-cu12" in advice
+    else:
+        assert "pip install" not in advice
+
+
+@pytest.mark.parametrize("runtime, driver", [(13000, 13000), (13000, 13020), (12040, 12020),
+                                             (12040, 13000)])
+def test_a_driver_new_enough_gets_no_advice(runtime, driver):
+    # minor-version compatibility: any driver of the runtime's major runs it
+    assert fastmog._diagnose.driver_advice(runtime, driver) == ""
+
+
+def test_diagnose_names_the_insufficient_driver_and_the_build_for_it(monkeypatch):
+    from fastmog import _diagnose
+    monkeypatch.setattr(_diagnose._fastmog, "_versions", lambda: (13000, 12020))
+    monkeypatch.setattr(_diagnose._fastmog, "_cuda_status",
+                        lambda: ("cudaErrorInsufficientDriver", "driver too old"))
+    buf = io.StringIO()
+    report = fastmog.diagnose(file=buf)
+    assert report["driver_needed"] == "580.65.06"
+    assert "pip install fastmog-cu12" in report["reason"]
+    assert "needs an NVIDIA driver 580.65.06 or newer" in buf.getvalue()

@@ -2,7 +2,7 @@
 input, the device, the memory the frames will need, and the ground truth."""
 import os
 
-from .. import _fastmog
+from .. import _diagnose, _fastmog
 from ..scoring import GroundTruth
 from . import _cvio
 from ._errors import UserError, shown
@@ -132,7 +132,8 @@ def no_gpu_reason(status):
         # CUDA's name covers both: no driver at all, or one older than the runtime
         if not os.path.exists("/proc/driver/nvidia/version"):
             return "no NVIDIA driver found"
-        return "the NVIDIA driver is older than this build's CUDA needs"
+        return (_diagnose.driver_advice(*_fastmog._versions())
+                or "the NVIDIA driver is older than this build's CUDA needs")
     if status == "cudaErrorNoDevice":
         return "no NVIDIA GPU found"
     return f"no usable GPU ({status})"
