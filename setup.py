@@ -11,8 +11,16 @@ Environment:
                           installed (see nvcc_search.py)
   FASTMOG_CUDA_ARCH       semicolon-separated SM numbers to build cubins for,
                           e.g. "90" or "80;90"; PTX is embedded for the last.
+  FASTMOG_GLIBC_COMPAT    "1": bind glibc calls to versions glibc 2.28 has
+                          (compat/glibc_compat.c), for a manylinux_2_28 wheel
+                          built on a newer glibc; x86-64 only
+  FASTMOG_NVCC_FLAGS      extra nvcc flags, e.g. "--compress-mode=size"
+                          (CUDA 12.8 and later) for a smaller module
+  FASTMOG_OPENMP          "0": build without OpenMP (host loops and large host
+                          copies on one thread; no libgomp to vendor)
 """
 import os
+import shlex
 import subprocess
 import sys
 from glob import glob
@@ -25,8 +33,21 @@ from setuptools.command.build_ext import build_ext
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import nvcc_search  # noqa: E402
 
-# Data-centre and desktop GPUs that CUDA 13 supports (Turing onwards).
+# Data-centre and desktop GPUs from Turing onwards; by default the build keeps
+# those the nvcc it found can compile for (CUDA 12.4 stops at 90, 12.8 and 13
+# reach 120), PTX for the newest of them.
 DEFAULT_ARCHS = "75;80;86;89;90;100;120"
+
+
+def default_archs(nvcc):
+    try:
+        listed = subprocess.run([nvcc, "--list-gpu-code"], check=True, capture_output=True,
+                                text=True).stdout.split()
+    except (OSError, subprocess.CalledProcessError):
+        return DEFAULT_ARCHS
+    known = {code[len("sm_"):] for code in listed if code.startswith("sm_")}
+    kept = [a for a in DEFAULT_ARCHS.split(";") if a in known]
+    return ";".join(kept) or DEFAULT_ARCHS
 
 
 def find_cuda_home():
@@ -67,7 +88,8 @@ class BuildExtWithNvcc(build_ext):
         include = os.path.join(cuda_home, "include")
         lib_dirs = [d for d in (os.path.join(cuda_home, "lib64"),
                                 os.path.join(cuda_home, "lib")) if os.path.isdir(d)]
-        archs = os.environ.get("FASTMOG_CUDA_ARCH", DEFAULT_ARCHS)
+        archs = os.environ.get("FASTMOG_CUDA_ARCH") or default_archs(nvcc)
+        print(f"fastmog: GPU architectures {archs} (PTX for the last)", flush=True)
         for ext in self.extensions:
             ext.include_dirs += [include]
             ext.library_dirs += lib_dirs
@@ -87,11 +109,19 @@ class BuildExtWithNvcc(build_ext):
                 cmd = [nvcc, "-c", source, "-o", obj, "-O3", "-std=c++17",
                        "--fmad=false",  # bit-exact with the host reference
                        "-Xcompiler", "-fPIC,-fvisibility=hidden",
-                       "-I", include, "-I", "cuda"] + gencode_flags(archs)
+                       "-I", include, "-I", "cuda"] + gencode_flags(archs) \
+                    + shlex.split(os.environ.get("FASTMOG_NVCC_FLAGS", ""))
                 print(" ".join(cmd), flush=True)
                 subprocess.run(cmd, check=True)
             objects.append(obj)
         return objects
+
+
+def env_flag(name, default):
+    value = os.environ.get(name, "").strip()
+    if value not in ("", "0", "1"):
+        sys.exit(f"error: {name} must be 0 or 1, got {value!r}")
+    return default if value == "" else value == "1"
 
 
 extension = Extension(
@@ -108,5 +138,18 @@ extension = Extension(
     # The static runtime's symbols stay private to the module.
     extra_link_args=["-fopenmp", "-Wl,--exclude-libs,ALL"],
 )
+
+if not env_flag("FASTMOG_OPENMP", True):
+    for args in (extension.extra_compile_args, extension.extra_link_args):
+        args.remove("-fopenmp")
+if env_flag("FASTMOG_GLIBC_COMPAT", False):
+    with open("compat/glibc_compat.h") as f:
+        wrapped = [line.split("(")[1].split(",")[0] for line in f
+                   if line.startswith("FM_GLIBC_COMPAT_SYMBOL(")]
+    extension.sources.append("compat/glibc_compat.c")
+    extension.extra_link_args += [
+        "-Wl,--wrap=" + ",--wrap=".join(wrapped),
+        # where the old versions live before glibc 2.34 (empty stubs after)
+        "-Wl,--no-as-needed", "-l:libpthread.so.0", "-l:libdl.so.2", "-l:librt.so.1"]
 
 setup(ext_modules=[extension], cmdclass={"build_ext": BuildExtWithNvcc})

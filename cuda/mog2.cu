@@ -176,13 +176,22 @@ __device__ __forceinline__ void run_pixel(const fm_mog2_params &p, const fm_mog2
 // H100, grey at 6 blocks (40 registers, 36 bytes spilled) and BGR at 4 (63,
 // none) were 5-12 % faster per frame than at 4 and 3 (47 and 66 registers);
 // 8 and 5 were slower (cuda/MOG2_NOTES.md, v8).
+// Turing holds at most 1024 threads per SM (4 blocks of 256), later GPUs
+// 1536 or 2048; ptxas ignores a request beyond what the SM holds, so each
+// is capped at it.
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 800
+constexpr int kMostBlocks = 4;
+#else
+constexpr int kMostBlocks = 6;
+#endif
+constexpr int capped(int blocks) { return blocks < kMostBlocks ? blocks : kMostBlocks; }
 template <int C>
-constexpr int kMinBlocks = C == 1 ? 6 : (C == 3 ? 4 : 2);
+constexpr int kMinBlocks = capped(C == 1 ? 6 : (C == 3 ? 4 : 2));
 // A pass over several frames reuses each load for K frames, so it gains from
 // occupancy even at the cost of spills: 5 and 4 blocks were the fastest for
 // K = 16 of those tried.
 template <int C, int N>
-constexpr int kMinBlocksFor = N == 1 ? kMinBlocks<C> : (C == 1 ? 5 : 4);
+constexpr int kMinBlocksFor = N == 1 ? kMinBlocks<C> : capped(C == 1 ? 5 : 4);
 
 template <int N>
 struct Pass {

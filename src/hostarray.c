@@ -1,7 +1,9 @@
 /* Host arrays as images: the one dtype table, the one shape check and the one
  * host-image check every operation uses. */
 #include "fastmog.h"
+#ifdef _OPENMP
 #include <omp.h>
+#endif
 
 static const fm_dtype dtypes[] = {
     {NPY_UINT8, "uint8", 1, 'u', 1},
@@ -235,7 +237,11 @@ int fm_host_image_pinned(const fm_host_image *img)
 
 static long pack_threads(void)
 {
+#ifdef _OPENMP
     long n = omp_get_max_threads();
+#else
+    long n = 1;
+#endif
     const char *env = getenv("FASTMOG_PACK_THREADS");
     if (env != NULL) {
         long asked = strtol(env, NULL, 10);

@@ -184,6 +184,40 @@ static int foreign_stream_handle(PyObject *obj, uintptr_t *handle)
     return 0;
 }
 
+/* The device a foreign stream belongs to. cudaStreamGetDevice is CUDA 12.8's
+ * (runtime, and a driver of 12.8 or later); before that, and on older drivers
+ * under a CUDA 12 build, the stream's context, made current for a moment,
+ * names its device (driver calls through fm_driver_function). */
+static cudaError_t stream_device_from_context(cudaStream_t handle, int *device)
+{
+    void *get_ctx, *push, *pop, *get_device;
+    cudaError_t err;
+    if ((err = fm_driver_function("cuStreamGetCtx", 9020, &get_ctx)) != cudaSuccess
+        || (err = fm_driver_function("cuCtxPushCurrent", 4000, &push)) != cudaSuccess
+        || (err = fm_driver_function("cuCtxPopCurrent", 4000, &pop)) != cudaSuccess
+        || (err = fm_driver_function("cuCtxGetDevice", 2000, &get_device)) != cudaSuccess)
+        return err;
+    void *ctx = NULL, *popped = NULL;
+    if (((int (*)(cudaStream_t, void **))get_ctx)(handle, &ctx) != 0 || ctx == NULL)
+        return cudaErrorInvalidResourceHandle;
+    if (((int (*)(void *))push)(ctx) != 0)
+        return cudaErrorInvalidResourceHandle;
+    int rc = ((int (*)(int *))get_device)(device);
+    ((int (*)(void **))pop)(&popped);
+    return rc == 0 ? cudaSuccess : cudaErrorInvalidDevice;
+}
+
+static cudaError_t stream_device(cudaStream_t handle, int *device)
+{
+#if CUDART_VERSION >= 12080
+    cudaError_t err = cudaStreamGetDevice(handle, device);
+    if (err != cudaErrorCallRequiresNewerDriver && err != cudaErrorNotSupported)
+        return err;
+    (void)cudaGetLastError();
+#endif
+    return stream_device_from_context(handle, device);
+}
+
 static PyObject *Stream_wrap(PyTypeObject *type, PyObject *args, PyObject *kwargs)
 {
     static char *kwlist[] = {"", "device", NULL};
@@ -207,7 +241,7 @@ static PyObject *Stream_wrap(PyTypeObject *type, PyObject *args, PyObject *kwarg
             return NULL;
     }
     else {
-        cudaError_t err = cudaStreamGetDevice(handle, &device);
+        cudaError_t err = stream_device(handle, &device);
         if (err != cudaSuccess)
             return fm_cuda_error(st, err, "finding the device of stream %p", (void *)raw);
     }
