@@ -27,7 +27,7 @@ and the summary printed).
 # noise of each other (medians 4806, 4969 and 5009 frames/s), 8 and 16
 # slower (4124, 3656): larger batches leave the kernel idle while a whole
 # batch's copies queue. 4 keeps half the kernel's time free for colour
-# frames and slower GPUs (benchmarks/RESULTS.md, "main job --batch").
+# frames and slower GPUs (benchmarks/MAIN_JOB_RESULTS.md).
 DEFAULT_BATCH = 4
 
 
