@@ -11,6 +11,7 @@ Environment:
 import importlib.util
 import os
 import shutil
+import subprocess
 
 # nvcc with its cicc (nvvm) and crt headers, the runtime's headers and static
 # library, NVTX v3 headers and CCCL: one CUDA 13.0 release, pinned together by
@@ -18,6 +19,11 @@ import shutil
 # out like a toolkit root.
 PIP_CUDA = "cuda-toolkit[nvcc,crt,nvvm,cudart,nvtx,cccl]~=13.0.2"
 PIP_CUDA_SUBDIR = "cu13"
+
+# Data-centre and desktop GPUs from Turing onwards; a build keeps those the
+# nvcc it found can compile for (CUDA 12.4 stops at 9.0, 12.8 and 13 reach
+# 12.0), PTX for the newest of them.
+DEFAULT_ARCHS = "75;80;86;89;90;100;120"
 
 _MODES = ("auto", "pip")
 DEFAULT_ROOTS = ("/usr/local/cuda",)
@@ -77,3 +83,16 @@ def cuda_build_requires():
     if nvcc_mode() == "pip" or find_system_cuda() is None:
         return [PIP_CUDA]
     return []
+
+
+def default_archs(nvcc):
+    """DEFAULT_ARCHS less those `nvcc --list-gpu-code` does not list (all of
+    them where nvcc cannot say)."""
+    try:
+        listed = subprocess.run([nvcc, "--list-gpu-code"], check=True, capture_output=True,
+                                text=True).stdout.split()
+    except (OSError, subprocess.CalledProcessError):
+        return DEFAULT_ARCHS
+    known = {code[len("sm_"):] for code in listed if code.startswith("sm_")}
+    kept = [a for a in DEFAULT_ARCHS.split(";") if a in known]
+    return ";".join(kept) or DEFAULT_ARCHS

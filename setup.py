@@ -33,23 +33,6 @@ from setuptools.command.build_ext import build_ext
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import nvcc_search  # noqa: E402
 
-# Data-centre and desktop GPUs from Turing onwards; by default the build keeps
-# those the nvcc it found can compile for (CUDA 12.4 stops at 90, 12.8 and 13
-# reach 120), PTX for the newest of them.
-DEFAULT_ARCHS = "75;80;86;89;90;100;120"
-
-
-def default_archs(nvcc):
-    try:
-        listed = subprocess.run([nvcc, "--list-gpu-code"], check=True, capture_output=True,
-                                text=True).stdout.split()
-    except (OSError, subprocess.CalledProcessError):
-        return DEFAULT_ARCHS
-    known = {code[len("sm_"):] for code in listed if code.startswith("sm_")}
-    kept = [a for a in DEFAULT_ARCHS.split(";") if a in known]
-    return ";".join(kept) or DEFAULT_ARCHS
-
-
 def find_cuda_home():
     root = nvcc_search.find_cuda_home()
     if root:
@@ -88,7 +71,7 @@ class BuildExtWithNvcc(build_ext):
         include = os.path.join(cuda_home, "include")
         lib_dirs = [d for d in (os.path.join(cuda_home, "lib64"),
                                 os.path.join(cuda_home, "lib")) if os.path.isdir(d)]
-        archs = os.environ.get("FASTMOG_CUDA_ARCH") or default_archs(nvcc)
+        archs = os.environ.get("FASTMOG_CUDA_ARCH") or nvcc_search.default_archs(nvcc)
         print(f"fastmog: GPU architectures {archs} (PTX for the last)", flush=True)
         for ext in self.extensions:
             ext.include_dirs += [include]

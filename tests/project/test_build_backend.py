@@ -155,3 +155,22 @@ def test_backend_adds_the_wheels_to_setuptools_requirements(monkeypatch):
 
     assert backend.build_wheel is setuptools.build_meta.build_wheel
     assert backend.build_sdist is setuptools.build_meta.build_sdist
+
+
+def _nvcc_listing(tmp_path, script):
+    nvcc = tmp_path / "nvcc"
+    nvcc.write_text("#!/bin/sh\n" + script)
+    nvcc.chmod(0o755)
+    return str(nvcc)
+
+
+def test_default_architectures_are_those_the_nvcc_can_build(search, tmp_path):
+    # CUDA 12.4's nvcc lists nothing newer than sm_90: no 10.0 or 12.0 cubins
+    nvcc = _nvcc_listing(tmp_path, "printf 'sm_50\\nsm_75\\nsm_80\\nsm_86\\nsm_87\\nsm_89\\nsm_90\\n'\n")
+    assert search.default_archs(nvcc) == "75;80;86;89;90"
+
+
+@pytest.mark.parametrize("script", ["exit 1\n", "printf 'compute_90\\n'\n"])
+def test_default_architectures_stay_whole_where_nvcc_cannot_say(search, tmp_path, script):
+    assert search.default_archs(_nvcc_listing(tmp_path, script)) == search.DEFAULT_ARCHS
+    assert search.default_archs(str(tmp_path / "no-nvcc")) == search.DEFAULT_ARCHS
