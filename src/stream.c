@@ -184,6 +184,13 @@ static int foreign_stream_handle(PyObject *obj, uintptr_t *handle)
     return 0;
 }
 
+/* The driver calls below, by their signatures (CUresult is an int, a
+ * CUcontext a pointer): fastmog links the runtime only. */
+typedef int (*stream_get_ctx_fn)(cudaStream_t stream, void **context);
+typedef int (*ctx_push_fn)(void *context);
+typedef int (*ctx_pop_fn)(void **context);
+typedef int (*ctx_get_device_fn)(int *device);
+
 /* The device a foreign stream belongs to. cudaStreamGetDevice is CUDA 12.8's
  * (runtime, and a driver of 12.8 or later); before that, and on older drivers
  * under a CUDA 12 build, the stream's context, made current for a moment,
@@ -198,12 +205,12 @@ static cudaError_t stream_device_from_context(cudaStream_t handle, int *device)
         || (err = fm_driver_function("cuCtxGetDevice", 2000, &get_device)) != cudaSuccess)
         return err;
     void *ctx = NULL, *popped = NULL;
-    if (((int (*)(cudaStream_t, void **))get_ctx)(handle, &ctx) != 0 || ctx == NULL)
+    if (((stream_get_ctx_fn)get_ctx)(handle, &ctx) != 0 || ctx == NULL)
         return cudaErrorInvalidResourceHandle;
-    if (((int (*)(void *))push)(ctx) != 0)
+    if (((ctx_push_fn)push)(ctx) != 0)
         return cudaErrorInvalidResourceHandle;
-    int rc = ((int (*)(int *))get_device)(device);
-    ((int (*)(void **))pop)(&popped);
+    int rc = ((ctx_get_device_fn)get_device)(device);
+    ((ctx_pop_fn)pop)(&popped);  /* restores the caller's context */
     return rc == 0 ? cudaSuccess : cudaErrorInvalidDevice;
 }
 
