@@ -33,6 +33,7 @@ from setuptools.command.build_ext import build_ext
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import nvcc_search  # noqa: E402
 
+
 def find_cuda_home():
     root = nvcc_search.find_cuda_home()
     if root:

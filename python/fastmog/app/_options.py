@@ -25,9 +25,9 @@ and the summary printed).
 # --batch for files; a live stream's is 1 (latency). Measured on an H100, the
 # built-in 4K grey scene, 3000 frames, three rounds: K = 1, 2 and 4 within
 # noise of each other (medians 4806, 4969 and 5009 frames/s), 8 and 16
-# slower (4124, 3656): larger batches leave the kernel idle while a whole
-# batch's copies queue. 4 keeps half the kernel's time free for colour
-# frames and slower GPUs (benchmarks/MAIN_JOB_RESULTS.md).
+# slower (4124, 3656; --profile at K = 8: the uploads reach only 82 % of their
+# ceiling). 4 keeps half the kernel's time free for colour frames and slower
+# GPUs (benchmarks/MAIN_JOB_RESULTS.md).
 DEFAULT_BATCH = 4
 
 
