@@ -1,8 +1,11 @@
-/* Erosion and dilation of a uint8 image on the GPU: each block loads its
+/* Erosion and dilation of uint8 images on the GPU: each block loads its
  * tile with a halo as deep as the element reaches (the neutral value
- * outside the image) into shared memory, then each thread takes the minimum
- * or maximum over the element's runs for a column of the tile's rows. Exact
- * by construction: only min and max of bytes. See morphology_launch.h. */
+ * outside the image) into shared memory as 32-bit words, then each thread
+ * takes the minimum or maximum over the element's runs for 4 neighbouring
+ * pixels at once (one word) in a column of the tile's rows; the grid's z is
+ * the image, so many cameras' masks take one launch. Exact by construction:
+ * only min and max of bytes (AND and OR where the bytes are 0 or 255). See
+ * morphology_launch.h. */
 #include <stdint.h>
 
 #include "grid.h"
@@ -10,63 +13,115 @@
 
 namespace {
 
-constexpr int kTileW = 64;
-constexpr int kTileH = 16;
+/* A warp spans the tile's width, 4 pixels a thread: its word loads
+ * coalesce; each thread then goes down kTileH / 8 rows. */
+constexpr int kTileW = 128;
+constexpr int kTileH = 32;
+const dim3 kBlock(kTileW / 4, 8);
 constexpr int kMaxReach = FM_MORPH_MAX_SIDE / 2;
-/* A warp spans a row of the tile: loads coalesce; each thread then goes
- * down kTileH / 4 rows. */
-const dim3 kBlock(kTileW, 4);
+/* Images one launch of a set takes: their pointers travel as a kernel
+ * parameter (1 KB for 32, beside the 1.4 KB element, under the 4 KB every
+ * architecture and toolkit accepts). */
+constexpr int kSetMax = 32;
 
-template <bool Dilate>
-__device__ __forceinline__ unsigned char pick(unsigned char a, unsigned char b)
+/* The images of one launch, all W x H: image z reads src[z], writes dst[z]. */
+template <int N>
+struct image_set {
+    const unsigned char *src[N];
+    unsigned char *dst[N];
+    size_t src_pitch[N];
+    size_t dst_pitch[N];
+};
+
+/* Four bytes' minimum (erosion) or maximum (dilation) at once; of bytes
+ * that are only 0 and 255, AND and OR. */
+template <bool Dilate, bool Binary>
+__device__ __forceinline__ uint32_t pick4(uint32_t a, uint32_t b)
 {
-    return Dilate ? (a > b ? a : b) : (a < b ? a : b);
+    if (Binary)
+        return Dilate ? (a | b) : (a & b);
+    return Dilate ? __vmaxu4(a, b) : __vminu4(a, b);
 }
 
-/* The halo is the element's reach, not the largest element's: a 3x3 element
- * loads 1.2 bytes per output byte, not 9 (the kernel is bound by loads). */
+/* Bytes x .. x + 3 of a row as one word, x a multiple of 4: the neutral
+ * value outside the image; with binarize 0-255, 255 where the byte equals
+ * it and 0 elsewhere. */
 template <bool Dilate>
-__global__ void morphology_kernel(const unsigned char *__restrict__ src, size_t src_pitch,
-                                  unsigned char *__restrict__ dst, size_t dst_pitch,
-                                  int width, int height, fm_morph_element element,
-                                  int reach_x, int reach_y, int binarize)
+__device__ __forceinline__ uint32_t load4(const unsigned char *row, int x, int width,
+                                          int binarize, bool aligned)
 {
-    extern __shared__ unsigned char tile[];
-    const unsigned char neutral = Dilate ? 0 : 255;
-    const int shared_w = kTileW + 2 * reach_x, shared_h = kTileH + 2 * reach_y;
-    const int x0 = (int)(blockIdx.x * kTileW) - reach_x;
-    const int y0 = (int)(blockIdx.y * kTileH) - reach_y;
-    for (int ty = (int)threadIdx.y; ty < shared_h; ty += (int)blockDim.y) {
-        const int y = y0 + ty;
-        const bool row_inside = y >= 0 && y < height;
-        const unsigned char *src_row = src + (size_t)(row_inside ? y : 0) * src_pitch;
-        for (int tx = (int)threadIdx.x; tx < shared_w; tx += (int)blockDim.x) {
-            const int x = x0 + tx;
-            unsigned char v = neutral;
-            if (row_inside && x >= 0 && x < width) {
-                v = src_row[x];
-                if (binarize >= 0)
-                    v = v == binarize ? 255 : 0;
-            }
-            tile[ty * shared_w + tx] = v;
+    if (aligned && x >= 0 && x + 3 < width) {
+        const uint32_t v = *reinterpret_cast<const uint32_t *>(row + x);
+        return binarize >= 0 ? __vcmpeq4(v, 0x01010101u * (uint32_t)binarize) : v;
+    }
+    uint32_t v = 0;
+    for (int k = 0; k < 4; ++k) {
+        uint32_t b = Dilate ? 0u : 255u;
+        if (x + k >= 0 && x + k < width) {
+            b = row[x + k];
+            if (binarize >= 0)
+                b = b == (uint32_t)binarize ? 255u : 0u;
         }
+        v |= b << (8 * k);
+    }
+    return v;
+}
+
+/* The halo is the element's reach rounded up to whole words, not the
+ * largest element's: a 3x3 element loads about 1.2 bytes per output byte.
+ * A run's windows are the words of its row shifted by whole bytes
+ * (__byte_perm); the shift is the same for every thread of the block. */
+template <bool Dilate, bool Binary, int N>
+__global__ void morphology_kernel(const __grid_constant__ image_set<N> set, int width,
+                                  int height, fm_morph_element element, int reach_y,
+                                  int halo_words, int binarize, int aligned)
+{
+    extern __shared__ uint32_t tile[];
+    /* read where the launch put them (__grid_constant__), not copied */
+    const unsigned char *__restrict__ src = set.src[blockIdx.z];
+    unsigned char *__restrict__ dst = set.dst[blockIdx.z];
+    const size_t src_pitch = set.src_pitch[blockIdx.z], dst_pitch = set.dst_pitch[blockIdx.z];
+    const uint32_t neutral = Dilate ? 0u : 0xffffffffu;
+    const int row_words = kTileW / 4 + 2 * halo_words, rows = kTileH + 2 * reach_y;
+    const int x0 = (int)blockIdx.x * kTileW - 4 * halo_words;
+    const int y0 = (int)blockIdx.y * kTileH - reach_y;
+    const int threads = (int)(blockDim.x * blockDim.y);
+    /* unrolled: a thread's loads are in flight together, not one by one */
+#pragma unroll 4
+    for (int i = (int)(threadIdx.y * blockDim.x + threadIdx.x); i < rows * row_words;
+         i += threads) {
+        const int t = i / row_words, y = y0 + t;
+        tile[i] = y >= 0 && y < height
+                      ? load4<Dilate>(src + (size_t)y * src_pitch, x0 + 4 * (i - t * row_words),
+                                      width, binarize, aligned != 0)
+                      : neutral;
     }
     __syncthreads();
-    const int x = (int)(blockIdx.x * kTileW + threadIdx.x);
+    const int x = (int)(blockIdx.x * kTileW + 4 * threadIdx.x);
     if (x >= width)
         return;
     for (int ly = (int)threadIdx.y; ly < kTileH; ly += (int)blockDim.y) {
         const int y = (int)(blockIdx.y * kTileH) + ly;
         if (y >= height)
             return;
-        unsigned char acc = neutral;
+        uint32_t acc = neutral;
         for (int r = 0; r < element.n_runs; ++r) {
-            const unsigned char *run = &tile[(ly + reach_y + element.dy[r]) * shared_w
-                                             + (int)threadIdx.x + reach_x + element.dx[r]];
-            for (int i = 0; i < element.len[r]; ++i)
-                acc = pick<Dilate>(acc, run[i]);
+            const uint32_t *row = tile + (ly + reach_y + element.dy[r]) * row_words;
+            const int first = 4 * (halo_words + (int)threadIdx.x) + element.dx[r];
+            for (int i = 0; i < element.len[r]; ++i) {
+                const int at = first + i, shift = at & 3;
+                acc = pick4<Dilate, Binary>(
+                    acc, __byte_perm(row[at >> 2], row[(at >> 2) + 1], 0x3210 + 0x1111 * shift));
+            }
         }
-        dst[(size_t)y * dst_pitch + x] = acc;
+        unsigned char *out = dst + (size_t)y * dst_pitch;
+        if (aligned && x + 3 < width) {
+            *reinterpret_cast<uint32_t *>(out + x) = acc;
+        }
+        else {
+            for (int k = 0; k < 4 && x + k < width; ++k)
+                out[x + k] = (unsigned char)(acc >> (8 * k));
+        }
     }
 }
 
@@ -74,6 +129,11 @@ bool is_u8_plane(const fm_image &im)
 {
     return im.data != nullptr && im.channels == 1 && im.elem_size == 1
            && (im.height == 1 || im.pitch >= (size_t)im.width);
+}
+
+bool word_aligned(const fm_image &im)
+{
+    return reinterpret_cast<uintptr_t>(im.data) % 4 == 0 && im.pitch % 4 == 0;
 }
 
 /* Whether the element's runs lie within the largest element, and how far
@@ -94,27 +154,75 @@ bool runs_fit(const fm_morph_element &e, int *reach_x, int *reach_y)
     return true;
 }
 
+/* Queues one pass over `count` (<= N) images. */
+template <bool Dilate, bool Binary, int N>
+cudaError_t launch_set(const fm_image *src, const fm_image *dst, int count,
+                       const fm_morph_element &element, int reach_x, int reach_y,
+                       int binarize, cudaStream_t stream)
+{
+    image_set<N> set = {};
+    int aligned = 1;
+    for (int k = 0; k < count; ++k) {
+        set.src[k] = static_cast<const unsigned char *>(src[k].data);
+        set.dst[k] = static_cast<unsigned char *>(dst[k].data);
+        set.src_pitch[k] = src[k].pitch;
+        set.dst_pitch[k] = dst[k].pitch;
+        aligned &= word_aligned(src[k]) && word_aligned(dst[k]);
+    }
+    const int width = src[0].width, height = src[0].height, halo_words = (reach_x + 3) / 4;
+    const dim3 grid(fm_div_up((unsigned)width, kTileW), fm_div_up((unsigned)height, kTileH),
+                    (unsigned)count);
+    /* at most (32 + 30) x (32 + 8) words, and one the last window reads past */
+    const size_t shared =
+        ((size_t)(kTileH + 2 * reach_y) * (size_t)(kTileW / 4 + 2 * halo_words) + 1) * 4;
+    morphology_kernel<Dilate, Binary, N><<<grid, kBlock, shared, stream>>>(
+        set, width, height, element, reach_y, halo_words, binarize, aligned);
+    return cudaGetLastError();
+}
+
+template <int N>
+cudaError_t launch_any(const fm_image *src, const fm_image *dst, int count,
+                       const fm_morph_element &element, int reach_x, int reach_y, int dilate,
+                       int binarize, int binary, cudaStream_t stream)
+{
+    if (dilate)
+        return binary ? launch_set<true, true, N>(src, dst, count, element, reach_x, reach_y,
+                                                  binarize, stream)
+                      : launch_set<true, false, N>(src, dst, count, element, reach_x, reach_y,
+                                                   binarize, stream);
+    return binary ? launch_set<false, true, N>(src, dst, count, element, reach_x, reach_y,
+                                               binarize, stream)
+                  : launch_set<false, false, N>(src, dst, count, element, reach_x, reach_y,
+                                                binarize, stream);
+}
+
 }  // namespace
 
-extern "C" cudaError_t fm_launch_morphology(fm_image src, fm_image dst,
+extern "C" cudaError_t fm_launch_morphology(const fm_image *src, const fm_image *dst, int count,
                                             const fm_morph_element *element, int dilate,
-                                            int binarize, cudaStream_t stream)
+                                            int binarize, int binary, cudaStream_t stream)
 {
     int reach_x, reach_y;
-    if (element == nullptr || !runs_fit(*element, &reach_x, &reach_y) || !is_u8_plane(src)
-        || !is_u8_plane(dst) || src.width != dst.width || src.height != dst.height
-        || src.width <= 0 || src.height <= 0 || binarize > 255)
+    if (src == nullptr || dst == nullptr || count < 1 || element == nullptr
+        || !runs_fit(*element, &reach_x, &reach_y) || binarize > 255 || src[0].width <= 0
+        || src[0].height <= 0 || fm_div_up((unsigned)src[0].height, kTileH) > 65535u)
         return cudaErrorInvalidValue;
-    const dim3 grid(fm_div_up((unsigned)src.width, kTileW),
-                    fm_div_up((unsigned)src.height, kTileH));
-    if (grid.y > 65535u)
-        return cudaErrorInvalidValue;
-    /* at most (16 + 30) x (64 + 30) bytes: under the 48 KB a launch may ask */
-    const size_t shared = (size_t)(kTileH + 2 * reach_y) * (size_t)(kTileW + 2 * reach_x);
-    auto kernel = dilate ? morphology_kernel<true> : morphology_kernel<false>;
-    kernel<<<grid, kBlock, shared, stream>>>(static_cast<const unsigned char *>(src.data),
-                                             src.pitch, static_cast<unsigned char *>(dst.data),
-                                             dst.pitch, src.width, src.height, *element,
-                                             reach_x, reach_y, binarize);
-    return cudaGetLastError();
+    for (int k = 0; k < count; ++k)
+        if (!is_u8_plane(src[k]) || !is_u8_plane(dst[k]) || src[k].width != src[0].width
+            || src[k].height != src[0].height || dst[k].width != src[0].width
+            || dst[k].height != src[0].height)
+            return cudaErrorInvalidValue;
+    binary = binary || binarize >= 0;
+    /* one image: the small parameter block; more: sets of kSetMax */
+    if (count == 1)
+        return launch_any<1>(src, dst, 1, *element, reach_x, reach_y, dilate, binarize, binary,
+                             stream);
+    for (int first = 0; first < count; first += kSetMax) {
+        cudaError_t err = launch_any<kSetMax>(src + first, dst + first,
+                                              min(kSetMax, count - first), *element, reach_x,
+                                              reach_y, dilate, binarize, binary, stream);
+        if (err != cudaSuccess)
+            return err;
+    }
+    return cudaSuccess;
 }

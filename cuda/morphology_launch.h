@@ -1,6 +1,7 @@
 /* The C boundary of cuda/morphology.cu: one erosion or dilation of a uint8
- * image on the GPU, bit-exact with cv2.erode / cv2.dilate (default anchor,
- * the element's centre; constant border of the neutral value).
+ * image (or of many in one launch) on the GPU, bit-exact with cv2.erode /
+ * cv2.dilate (default anchor, the element's centre; constant border of the
+ * neutral value).
  *
  * Compiles as C. The launcher only queues work: it returns the launch's
  * cudaError_t, takes the stream last, and never synchronizes, prints or
@@ -32,17 +33,22 @@ extern "C" {
 #endif
 
 /*
- * dst = erosion (dilate = 0: the minimum over the element) or dilation (the
- * maximum) of src; pixels outside the image count as 255 for an erosion and
- * 0 for a dilation, so they never decide. With binarize 0 to 255, src is
- * read as 255 where it equals that value and 0 elsewhere (a subtractor's
- * mask, shadows 127, made binary in the same pass); -1 reads it as it is.
- * src and dst: the same W x H, one channel, elem_size 1; they must not
- * overlap. The element's runs must lie within FM_MORPH_MAX_SIDE / 2 of the
- * anchor.
+ * dst[k] = erosion (dilate = 0: the minimum over the element) or dilation
+ * (the maximum) of src[k] for each of `count` images (host arrays of
+ * views, read before the call returns): many cameras' masks in one launch
+ * (one per 32 images). Pixels outside an image count as 255 for an erosion
+ * and 0 for a dilation, so they never decide. With binarize 0 to 255, src
+ * is read as 255 where it equals that value and 0 elsewhere (a
+ * subtractor's mask, shadows 127, made binary in the same pass); -1 reads
+ * it as it is. binary != 0 says that src holds only 0 and 255 (a later
+ * pass over a binarized mask): the minimum and maximum are then AND and
+ * OR. Every view one channel, elem_size 1, the same W x H; no dst[k] may
+ * overlap any src[j]. The element's runs must lie within
+ * FM_MORPH_MAX_SIDE / 2 of the anchor.
  */
-cudaError_t fm_launch_morphology(fm_image src, fm_image dst, const fm_morph_element *element,
-                                 int dilate, int binarize, cudaStream_t stream);
+cudaError_t fm_launch_morphology(const fm_image *src, const fm_image *dst, int count,
+                                 const fm_morph_element *element, int dilate, int binarize,
+                                 int binary, cudaStream_t stream);
 
 #ifdef __cplusplus
 }

@@ -348,6 +348,15 @@
     "or writes `out` (a GpuMat, which may be the mask itself). fastmog.morphology\n" \
     "builds the element and checks the names.")
 
+#define FM_DOC_MORPHOLOGY_IMAGES PyDoc_STR( \
+    "_morphology_images($module, masks, element, op, iterations, /, *, stream,\n" \
+    "                   out=None, foreground=-1, timer=None)\n--\n\n" \
+    "As _morphology on n masks of one H x W shape (one-channel uint8 GpuMats, as\n" \
+    "apply_cameras gives them) at once, one launch per pass (per 32 masks): mask k\n" \
+    "fills rows k H to (k + 1) H of the (n H) x W stack it returns, or of `out`,\n" \
+    "which must overlap no mask. Each mask is its own image: its borders are\n" \
+    "OpenCV's, never a neighbour's rows.")
+
 #define FM_DOC_CONNECTED_COMPONENTS PyDoc_STR( \
     "_connected_components($module, mask, connectivity, min_area, foreground, /, *,\n" \
     "                      stream, zone=None, timer=None, rows=-1, count=False,\n" \

@@ -406,6 +406,9 @@ def _cpu_morphology(mask: npt.NDArray[np.uint8], element: npt.NDArray[np.uint8],
 def _morphology(mask: _Frame, element: npt.NDArray[np.uint8], op: int, iterations: int, /,
                 *, stream: Stream, out: GpuMat | None = None, foreground: int = -1,
                 timer: _Timer | None = None) -> GpuMat: ...
+def _morphology_images(masks: Sequence[GpuMat], element: npt.NDArray[np.uint8], op: int,
+                       iterations: int, /, *, stream: Stream, out: GpuMat | None = None,
+                       foreground: int = -1, timer: _Timer | None = None) -> GpuMat: ...
 def _connected_components(
         mask: _Frame, connectivity: int, min_area: int, foreground: int, /, *,
         stream: Stream, zone: _Frame | None = None, timer: _Timer | None = None,

@@ -18,10 +18,26 @@ def morphology(mask, op, kernel=3, *, stream, shape="rect", iterations=1, out=No
     where it equals that value and 0 elsewhere (a subtractor's mask with its
     shadows), in the same first pass, as
     fastmog.cpu.morphology(np.where(mask == foreground, 255, 0), ...)."""
-    code = _element.op_code(op)
-    element = _element.structuring_element(kernel, shape)
-    count = _element.iterations_count(iterations)
-    binarize = -1 if foreground is None else _element.whole_number(foreground, "foreground",
-                                                                   0, 255)
+    element, code, count, binarize = _arguments(op, kernel, shape, iterations, foreground)
     return _fastmog._morphology(mask, element, code, count, stream=stream, out=out,
                                 foreground=binarize, timer=timer)
+
+
+def morphology_stack(masks, op, kernel=3, *, stream, shape="rect", iterations=1, out=None,
+                     foreground=None, timer=None):
+    """morphology() of n masks of one H x W shape (GpuMats) in one launch per
+    pass, into an (n H) x W stack (a new GpuMat, or `out`, which must
+    overlap no mask): mask k's result fills rows k H to (k + 1) H, each
+    mask its own image, its borders never a neighbour's rows."""
+    element, code, count, binarize = _arguments(op, kernel, shape, iterations, foreground)
+    return _fastmog._morphology_images(masks, element, code, count, stream=stream, out=out,
+                                       foreground=binarize, timer=timer)
+
+
+def _arguments(op, kernel, shape, iterations, foreground):
+    """The C entries' element, op code, iterations and foreground (-1: none),
+    each checked as fastmog.cpu.morphology checks it."""
+    binarize = -1 if foreground is None else _element.whole_number(foreground, "foreground",
+                                                                   0, 255)
+    return (_element.structuring_element(kernel, shape), _element.op_code(op),
+            _element.iterations_count(iterations), binarize)

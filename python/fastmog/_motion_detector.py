@@ -7,7 +7,7 @@ import numpy as np
 
 from . import _fastmog
 from ._components import foreground_pixels, regions_and_pixels, regions_of_stack
-from ._morphology import morphology
+from ._morphology import morphology, morphology_stack
 from .motion import _detector
 
 
@@ -62,14 +62,16 @@ class MotionDetector(_detector.Detector):
     def _clean_on_gpu(self, mask, out=None):
         """The mask made binary and cleaned by the detector's morphology, on
         its stream (into `out` when given)."""
-        s, t = self._stream, self._timer
+        op, kernel, shape = self._cleaning()
+        return morphology(mask, op, kernel, shape=shape, stream=self._stream,
+                          foreground=self.foreground, out=out, timer=self._timer)
+
+    def _cleaning(self):
+        """The morphology that cleans a mask: op, kernel and shape."""
         if self.morphology is None:
             # a 1x1 dilation is the identity: the pass only makes the mask binary
-            return morphology(mask, "dilate", 1, stream=s, foreground=self.foreground, out=out,
-                              timer=t)
-        op, kernel, shape = self.morphology
-        return morphology(mask, op, kernel, shape=shape, stream=s, foreground=self.foreground,
-                          out=out, timer=t)
+            return "dilate", 1, "rect"
+        return self.morphology
 
     def _measure(self, mask):
         s, t = self._stream, self._timer
@@ -111,8 +113,9 @@ def update_cameras(detectors, masks, *, stream, timer=None):
     camera, with the same results, in fewer steps: the cameras whose
     detectors have no zones and the same morphology, connectivity, min_area
     and foreground, and whose masks (GpuMats, as apply_cameras gives them)
-    share one shape of an even height, are cleaned into one stack and
-    labelled apart in one pass, read back in one copy with one wait. The
+    share one shape of an even height, are cleaned into one stack (one
+    launch per morphology pass) and labelled apart in one pass, read back
+    in one copy with one wait. The
     other cameras take their own update. Returns each camera's FrameMotion."""
     if not isinstance(stream, _fastmog.Stream):
         raise TypeError(f"stream must be a fastmog.Stream, not {type(stream).__name__}")
@@ -185,18 +188,17 @@ def _update_stacked(detectors, masks, stream, timer):
     stack = getattr(first, "_stack", None)
     if stack is None or stack.shape != (n * h, w) or stack.device != masks[0].device:
         stack = first._stack = _fastmog.GpuMat((n * h, w), np.uint8, device=masks[0].device)
-    for k, (d, m) in enumerate(zip(detectors, masks)):
+    for d in detectors:
         if d._zones is None:
             d._stream = stream
             try:
                 d._build((h, w))
             finally:
                 d._stream = None
-        d._stream, d._timer = stream, timer
-        try:
-            d._clean_on_gpu(m, out=stack[k * h:(k + 1) * h])
-        finally:
-            d._stream = d._timer = None
+    # the group shares its options: one launch per pass cleans every mask
+    op, kernel, shape = first._cleaning()
+    morphology_stack(masks, op, kernel, shape=shape, stream=stream, foreground=first.foreground,
+                     out=stack, timer=timer)
     rows = sum(d._last_counts[0] for d in detectors) + ROWS_SPARE * n
     measured = regions_of_stack(stack, n, stream=stream, connectivity=first.connectivity,
                                 min_area=first.min_area, timer=timer, rows=rows)

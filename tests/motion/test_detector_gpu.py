@@ -107,9 +107,11 @@ def test_update_cameras_equals_each_cameras_own_update(rng, stream):
         assert g.finish() == h.finish()
         assert g.events == h.events
     assert any(h.events for h in host)
-    # per frame: one labelling for the five stacked cameras, two for the zoned one
+    # per frame: one labelling for the five stacked cameras, two for the zoned
+    # one; one morphology call (one launch a pass) for the five, one for it
     names = [r.name for r in t.records]
     assert names.count("connected_components") == 24 * (1 + 2)
+    assert names.count("morphology") == 24 * (1 + 1)
 
 
 def test_update_cameras_refuses_bad_input(stream):

@@ -1,11 +1,12 @@
 """fastmog.morphology on the GPU against the host face (itself equal to
 cv2.morphologyEx, tests/motion/test_motion_host.py): every op, element shape
-and size 1-31, iterations, in place, borders; bad input refused before any
-work."""
+and size 1-31, iterations, in place, borders, many masks in one stack; bad
+input refused before any work."""
 import numpy as np
 import pytest
 
 import fastmog
+from fastmog._morphology import morphology_stack
 from fastmog.motion import SHAPES
 
 pytestmark = pytest.mark.gpu
@@ -53,6 +54,23 @@ def test_in_place_and_out(rng, stream):
     np.testing.assert_array_equal(out.download(stream=stream), want)
 
 
+def test_views_that_start_between_words(rng, stream):
+    # a view at an odd column starts off a 4-byte boundary: its rows are
+    # read and written a byte at a time, with the same result
+    values = rng.integers(0, 256, (61, 203), dtype=np.uint8)
+    dev = fastmog.GpuMat.from_array(values, stream=stream)
+    for x0, x1 in ((1, 200), (3, 202), (5, 6), (2, 11)):
+        view, host = dev[4:57, x0:x1], values[4:57, x0:x1]
+        for op in ("erode", "dilate", "open", "close"):
+            got = fastmog.morphology(view, op, (5, 3), stream=stream).download(stream=stream)
+            np.testing.assert_array_equal(got, fastmog.cpu.morphology(host, op, (5, 3)),
+                                          err_msg=f"{op} columns {x0}-{x1}")
+            got = fastmog.morphology(view, op, 3, foreground=int(values[5, 7]), stream=stream)
+            binary = np.where(host == values[5, 7], 255, 0).astype(np.uint8)
+            np.testing.assert_array_equal(got.download(stream=stream),
+                                          fastmog.cpu.morphology(binary, op, 3))
+
+
 def test_4k_mask_of_the_subtractor(rng, stream):
     frame = rng.integers(0, 256, (2160, 3840), dtype=np.uint8)
     sub = fastmog.BackgroundSubtractorMOG2()
@@ -75,3 +93,60 @@ def test_bad_input_is_refused_before_any_work(stream):
         fastmog.morphology(fastmog.GpuMat((8, 8), np.float32), "open", 3, stream=stream)
     with pytest.raises(ValueError):
         fastmog.morphology(mask, "open", 3, stream=stream, out=fastmog.GpuMat((8, 9), np.uint8))
+
+
+def _stack_of(masks, stream, *args, **kwargs):
+    devs = [fastmog.GpuMat.from_array(m, stream=stream) for m in masks]
+    return morphology_stack(devs, *args, stream=stream, **kwargs).download(stream=stream)
+
+
+@pytest.mark.parametrize("op", ["erode", "dilate", "open", "close"])
+def test_a_stack_is_each_masks_own_morphology(rng, stream, op):
+    # 70 masks: three launches of at most 32, each mask its own image (its
+    # top and bottom rows never see a neighbour's); odd heights and widths
+    for h, w, n in ((37, 51, 70), (1, 9, 3), (64, 64, 33)):
+        masks = [np.where(rng.random((h, w)) < 0.4, 255, 0).astype(np.uint8)
+                 for _ in range(n)]
+        for m in masks:
+            m[0], m[-1] = 255, 0                  # what a shared border would spread
+        for kernel, shape in ((3, "rect"), ((5, 9), "ellipse"), (7, "cross")):
+            got = _stack_of(masks, stream, op, kernel, shape=shape, iterations=2)
+            for k, m in enumerate(masks):
+                want = fastmog.cpu.morphology(m, op, kernel, shape=shape, iterations=2)
+                np.testing.assert_array_equal(got[k * h:(k + 1) * h], want,
+                                              err_msg=f"{op} {kernel} {shape} mask {k} of {n}")
+
+
+def test_a_stack_makes_masks_binary_into_a_given_stack(rng, stream):
+    masks = [rng.choice(np.array([0, 127, 255], np.uint8), (24, 40)) for _ in range(5)]
+    out = fastmog.GpuMat((5 * 24, 40), np.uint8)
+    t = fastmog.Timer(nvtx=False)
+    devs = [fastmog.GpuMat.from_array(m, stream=stream) for m in masks]
+    assert morphology_stack(devs, "open", 3, stream=stream, foreground=127, out=out,
+                            timer=t) is out
+    got = out.download(stream=stream)
+    for k, m in enumerate(masks):
+        want = fastmog.cpu.morphology(np.where(m == 127, 255, 0).astype(np.uint8), "open", 3)
+        np.testing.assert_array_equal(got[k * 24:(k + 1) * 24], want)
+    assert [r.name for r in t.records if r.name == "morphology"] == ["morphology"]
+
+
+def test_a_bad_stack_is_refused_before_any_work(stream):
+    a, b = fastmog.GpuMat((8, 8), np.uint8), fastmog.GpuMat((8, 8), np.uint8)
+    stack = fastmog.GpuMat((16, 8), np.uint8)
+    stack.upload(np.full((16, 8), 7, np.uint8), stream=stream)
+    cases = [
+        (ValueError, "one shape", dict(masks=[a, fastmog.GpuMat((9, 8), np.uint8)])),
+        (TypeError, "uint8", dict(masks=[a, fastmog.GpuMat((8, 8), np.float32)])),
+        (TypeError, "GpuMat", dict(masks=[a, np.zeros((8, 8), np.uint8)])),
+        (ValueError, "at least one", dict(masks=[])),
+        (ValueError, "stack", dict(masks=[a, b], out=fastmog.GpuMat((17, 8), np.uint8))),
+        (ValueError, "overlaps", dict(masks=[stack[0:8], b], out=stack)),
+    ]
+    for error, match, kwargs in cases:
+        kwargs.setdefault("out", None)
+        masks, out = kwargs["masks"], kwargs["out"]
+        with pytest.raises(error, match=match):
+            morphology_stack(masks, "open", 3, stream=stream, out=out)
+    # nothing was queued: the stack still holds what was uploaded
+    np.testing.assert_array_equal(stack.download(stream=stream), 7)
