@@ -1,8 +1,10 @@
 /* Connected components of a mask on the GPU, with each region's statistics,
- * in OpenCV's numbering. Union-find over ranks (the order regions are
- * numbered by: see Ranks) with atomicMin links, the larger root always under
- * the smaller, so a region's root is its least rank; the roots, counted in
- * rank order by a scan, give each region its number; a pass over the pixels
+ * in OpenCV's numbering. Union-find over slots (pixels with 4-connectivity;
+ * with 8, 2x2 blocks, whose pixels always touch, each with its 4 pixels as
+ * bits: a quarter of the slots to walk) ordered as regions are numbered
+ * (see Ranks), with atomicMin links, the larger root always under the
+ * smaller, so a region's root is its least slot; the roots, counted in
+ * slot order by a scan, give each region its number; a pass over the pixels
  * gathers boxes, areas and coordinate sums, a warp's run of one region at a
  * time; a second scan drops the regions under min_area and writes the rest
  * as rows. Exact by construction: integers only. See components_launch.h. */
@@ -20,6 +22,7 @@ constexpr int kScanBlock = kThreads * kScanPer;   /* entries per scan block */
 constexpr int kTotalsThreads = 1024;
 constexpr int kChunk = 8;                         /* pixels per thread when gathering */
 constexpr size_t kAlign = 256;
+constexpr unsigned kRowsBlocks = 256;             /* the rows kernel's grid: it strides */
 
 /* A region while its pixels are gathered. */
 struct Stat {
@@ -27,45 +30,58 @@ struct Stat {
     unsigned long long sum_x, sum_y;
 };
 
-/* Where pixel (x, y) comes in the order regions are numbered by. With
+/* The slots of the union-find, in the order regions are numbered by. With
  * 8-connectivity OpenCV's scan meets the image in 2x2 blocks, in raster
  * order of blocks, and a region takes its number at its first block (two
- * 8-connected regions never share a block): the rank is the block's index
- * times 4 plus the pixel's place in it. With 4-connectivity it numbers
- * regions by their first pixel: the rank is the raster index. */
+ * 8-connected regions never share a block): a slot is a block, its index
+ * the block's raster index, and bits[slot] its foreground pixels (bit
+ * (y & 1) * 2 + (x & 1)). With 4-connectivity OpenCV numbers regions by
+ * their first pixel: a slot is a pixel, its raster index. */
 struct Ranks {
     int width, height, eight, blocks_w;
-    int band;           /* rows of one image of a stack (even), or height */
+    int band;                       /* rows of one image of a stack (even), or height */
+    const unsigned char *bits;      /* 8-connectivity only */
 
-    __device__ int of(int x, int y) const
+    __device__ int slot(int x, int y) const
     {
-        return eight ? (((y >> 1) * blocks_w + (x >> 1)) << 2) + ((y & 1) << 1) + (x & 1)
-                     : y * width + x;
+        return eight ? (y >> 1) * blocks_w + (x >> 1) : y * width + x;
     }
 
-    __device__ void at(int r, int *x, int *y) const
+    /* What pixel (x, y)'s slot holds (its root once flattened), or -1
+     * where the pixel is background. */
+    __device__ int root(const int *parent, int x, int y) const
+    {
+        const int s = slot(x, y);
+        if (eight && !((bits[s] >> (((y & 1) << 1) | (x & 1))) & 1u))
+            return -1;
+        return parent[s];
+    }
+
+    /* A pixel of slot s's region: a block's first foreground pixel. */
+    __device__ void at(int s, int *x, int *y) const
     {
         if (eight) {
-            const int b = r >> 2;
-            *x = (b % blocks_w) * 2 + (r & 1);
-            *y = (b / blocks_w) * 2 + ((r >> 1) & 1);
+            const unsigned b = bits[s];
+            *x = (s % blocks_w) * 2 + ((b & 1u) ? 0 : (b & 2u) ? 1 : (b & 4u) ? 0 : 1);
+            *y = (s / blocks_w) * 2 + ((b & 3u) ? 0 : 1);
         }
         else {
-            *x = r % width;
-            *y = r / width;
+            *x = s % width;
+            *y = s / width;
         }
     }
 };
 
 struct Layout {
-    size_t slots, regions, slot_blocks, region_blocks;
+    size_t slots, bits, regions, slot_blocks, region_blocks;
 };
 
 Layout layout_of(int width, int height, int connectivity)
 {
     Layout l;
     const size_t bw = ((size_t)width + 1) / 2, bh = ((size_t)height + 1) / 2;
-    l.slots = connectivity == 8 ? 4 * bw * bh : (size_t)width * height;
+    l.slots = connectivity == 8 ? bw * bh : (size_t)width * height;
+    l.bits = connectivity == 8 ? l.slots : 0;
     l.regions = connectivity == 8 ? bw * bh : ((size_t)width * height + 1) / 2;
     l.slot_blocks = (l.slots + kScanBlock - 1) / kScanBlock;
     l.region_blocks = (l.regions + kScanBlock - 1) / kScanBlock;
@@ -82,6 +98,7 @@ struct Work {
     int *parent, *ids, *slot_totals;
     Stat *stats;
     int *keep_ids, *region_totals;
+    unsigned char *bits;
 };
 
 size_t carve(const Layout &l, char *base, Work *w)
@@ -98,6 +115,7 @@ size_t carve(const Layout &l, char *base, Work *w)
     w->stats = (Stat *)take(l.regions * sizeof(Stat));
     w->keep_ids = (int *)take(l.regions * sizeof(int));
     w->region_totals = (int *)take(l.region_blocks * sizeof(int));
+    w->bits = (unsigned char *)take(l.bits);
     return at;
 }
 
@@ -192,11 +210,12 @@ __global__ void init4_kernel(Pixels pixels, int width, int height, int *parent)
 }
 
 /* 8-connectivity, a thread per 2x2 block, a warp per 32 blocks of a block
- * row: the pixels of a block touch each other, and two neighbouring blocks
+ * row: a block's foreground pixels go to bits, and two neighbouring blocks
  * touch when one's right column and the other's left column both hold
- * foreground. Each foreground pixel points at the first foreground pixel of
- * the first block of its run of touching blocks; background is -1. */
-__global__ void init8_kernel(Pixels pixels, Ranks ranks, int blocks_h, int *parent)
+ * foreground. Each foreground block points at the first block of its run
+ * of touching blocks; background is -1. */
+__global__ void init8_kernel(Pixels pixels, Ranks ranks, int blocks_h, int *parent,
+                             unsigned char *bits)
 {
     const int lane = (int)(threadIdx.x & 31);
     const int bx = (int)(blockIdx.x * blockDim.x + threadIdx.x);
@@ -210,74 +229,68 @@ __global__ void init8_kernel(Pixels pixels, Ranks ranks, int blocks_h, int *pare
     const bool here = bx < ranks.blocks_w;
     const bool p0 = here && in(x, y), p1 = here && in(x + 1, y);
     const bool p2 = here && in(x, y + 1), p3 = here && in(x + 1, y + 1);
-    const int base = (by * ranks.blocks_w + bx) << 2;
-    const int first = base + (p0 ? 0 : p1 ? 1 : p2 ? 2 : 3);
-    const bool right = p1 || p3;
-    const bool left_prev = __shfl_up_sync(kFull, right, 1);
+    const int b = by * ranks.blocks_w + bx;
+    const bool left_prev = __shfl_up_sync(kFull, p1 || p3, 1);
     const unsigned linked = __ballot_sync(kFull, lane > 0 && (p0 || p2) && left_prev);
-    const int target = __shfl_sync(kFull, first, run_start(linked, lane));
+    const int first = __shfl_sync(kFull, b, run_start(linked, lane));
     if (!here)
         return;
-    parent[base] = p0 ? target : -1;
-    parent[base + 1] = p1 ? target : -1;
-    parent[base + 2] = p2 ? target : -1;
-    parent[base + 3] = p3 ? target : -1;
+    const unsigned v = (unsigned)p0 | (unsigned)p1 << 1 | (unsigned)p2 << 2 | (unsigned)p3 << 3;
+    bits[b] = (unsigned char)v;
+    parent[b] = v != 0 ? first : -1;
 }
 
-/* Each foreground pixel joins the earlier neighbours that may lie in
- * another tree: for 4-connectivity up, and left at a warp's first pixel; for
- * 8-connectivity the neighbours outside its block and outside its run of
- * blocks (the block row above, and the left or right block across a
- * 32-block boundary). A neighbour reached through up or left when those are
- * foreground is left out (up-left, up-right, and up when left and up-left
- * are foreground, with 4). A slot once foreground stays >= 0. */
-__global__ void merge_kernel(Ranks ranks, int *parent)
+/* Block bits: a block's columns and rows. */
+constexpr unsigned kLeftColumn = 0x5, kRightColumn = 0xa, kTopRow = 0x3, kBottomRow = 0xc;
+
+/* 8-connectivity: each foreground block joins the earlier blocks it
+ * touches that may lie in another tree: the block row above (up, up-left
+ * through its bottom-right pixel, up-right through its bottom-left one)
+ * and the left block across a 32-block boundary (the runs' ends). */
+__global__ void merge8_kernel(Ranks ranks, int blocks_h, int *parent)
+{
+    const int bx = (int)(blockIdx.x * blockDim.x + threadIdx.x);
+    const int by = (int)(blockIdx.y * blockDim.y + threadIdx.y);
+    if (bx >= ranks.blocks_w || by >= blocks_h)
+        return;
+    const int b = by * ranks.blocks_w + bx;
+    const unsigned here = ranks.bits[b];
+    if (here == 0)
+        return;
+    if (bx > 0 && (bx & 31) == 0 && (here & kLeftColumn)
+        && (ranks.bits[b - 1] & kRightColumn))
+        unite(parent, b, b - 1);
+    if ((2 * by) % ranks.band == 0)
+        return;                             /* an image's first rows: never across images */
+    const int u = b - ranks.blocks_w;
+    if ((here & kTopRow) && (ranks.bits[u] & kBottomRow))
+        unite(parent, b, u);
+    if (bx > 0 && (here & 1u) && (ranks.bits[u - 1] & 8u))
+        unite(parent, b, u - 1);
+    if (bx + 1 < ranks.blocks_w && (here & 2u) && (ranks.bits[u + 1] & 4u))
+        unite(parent, b, u + 1);
+}
+
+/* 4-connectivity: each foreground pixel joins the earlier neighbours that
+ * may lie in another tree: up, and left at a warp's first pixel. Up is
+ * left out when it is reached through left and up-left. A slot once
+ * foreground stays >= 0. */
+__global__ void merge4_kernel(Ranks ranks, int *parent)
 {
     const int x = (int)(blockIdx.x * blockDim.x + threadIdx.x);
     const int y = (int)(blockIdx.y * blockDim.y + threadIdx.y);
     if (x >= ranks.width || y >= ranks.height)
         return;
-    const int r = ranks.of(x, y);
+    const int r = ranks.slot(x, y);
     if (parent[r] < 0)
         return;
-    auto fg = [&](int px, int py) { return parent[ranks.of(px, py)] >= 0; };
+    auto fg = [&](int px, int py) { return parent[ranks.slot(px, py)] >= 0; };
     const bool left = x > 0 && fg(x - 1, y);
     const bool up = y % ranks.band != 0 && fg(x, y - 1);     /* never across images */
-    if (!ranks.eight) {
-        if (left && (x & 31) == 0)
-            unite(parent, r, ranks.of(x - 1, y));
-        if (up && !(left && fg(x - 1, y - 1)))
-            unite(parent, r, ranks.of(x, y - 1));
-        return;
-    }
-    /* a block's column pair at a 32-block boundary: x - 1 and x in two runs */
-    const bool boundary_left = (x & 1) == 0 && ((x >> 1) & 31) == 0;
-    const bool boundary_right = (x & 1) == 1 && (((x >> 1) + 1) & 31) == 0;
-    if (left && boundary_left)
-        unite(parent, r, ranks.of(x - 1, y));
-    if (y & 1) {
-        /* the row above is in this block row: only across a run boundary */
-        if (boundary_left && x > 0 && !left && fg(x - 1, y - 1))
-            unite(parent, r, ranks.of(x - 1, y - 1));
-        if (boundary_right && x + 1 < ranks.width && fg(x + 1, y - 1))
-            unite(parent, r, ranks.of(x + 1, y - 1));
-        return;
-    }
-    if (y % ranks.band == 0)
-        return;                             /* the first row of an image of a stack */
-    if (up)
-        unite(parent, r, ranks.of(x, y - 1));
-    if (x > 0 && !up && !left && fg(x - 1, y - 1))
-        unite(parent, r, ranks.of(x - 1, y - 1));
-    if (x + 1 < ranks.width && !up && fg(x + 1, y - 1))
-        unite(parent, r, ranks.of(x + 1, y - 1));
-}
-
-__global__ void flatten_kernel(int slots, int *parent)
-{
-    const int r = (int)(blockIdx.x * blockDim.x + threadIdx.x);
-    if (r < slots && parent[r] >= 0)
-        parent[r] = find_root(parent, r);
+    if (left && (x & 31) == 0)
+        unite(parent, r, r - 1);
+    if (up && !(left && fg(x - 1, y - 1)))
+        unite(parent, r, r - ranks.width);
 }
 
 /* Exclusive prefix sum of v over the block (blockDim.x a multiple of 32);
@@ -317,9 +330,21 @@ __device__ int block_exclusive_sum(int v, int *total)
     return out;
 }
 
+/* Whether slot i is a root; any other foreground slot is pointed at its
+ * root on the way (the flattening, in the same pass: a root never changes,
+ * and what another thread stores meanwhile is an ancestor, so every walk
+ * still ends at the root). */
 struct RootFlag {
-    const int *parent;
-    __device__ int operator()(int i) const { return parent[i] == i; }
+    int *parent;
+    __device__ int operator()(int i) const
+    {
+        const int up = parent[i];
+        if (up == i)
+            return 1;
+        if (up >= 0)
+            parent[i] = find_root(parent, up);
+        return 0;
+    }
 };
 
 struct KeepFlag {
@@ -375,12 +400,19 @@ __global__ void scan_totals_kernel(int *totals, int n, int *count,
         *count = carry;
 }
 
-/* Each root's number, and its region's statistics started at the root. */
+/* Each root's number, and its region's statistics started at the root. A
+ * scan block that holds no root (its offset is the next one's) is not
+ * read: most of a frame is background. */
 __global__ void roots_kernel(Ranks ranks, int slots, const int *parent, int *ids,
-                             const int *totals, Stat *stats)
+                             const int *totals, int scan_blocks, const int *regions,
+                             Stat *stats)
 {
     const int r = (int)(blockIdx.x * blockDim.x + threadIdx.x);
-    if (r >= slots || parent[r] != r)
+    if (r >= slots)
+        return;
+    const int block = r / kScanBlock;
+    if ((block + 1 < scan_blocks ? totals[block + 1] : *regions) == totals[block]
+        || parent[r] != r)
         return;
     const int id = ids[r] + totals[r / kScanBlock];
     ids[r] = id;
@@ -405,12 +437,12 @@ __global__ void gather_kernel(Ranks ranks, const int *parent, const int *ids, St
         int id = -2 - lane, x0 = 0, x1 = 0, area = 0;
         unsigned long long sx = 0;
         while (more && x < end) {
-            const int root = parent[ranks.of(x, y)];
+            const int root = ranks.root(parent, x, y);
             if (root >= 0) {
                 id = ids[root];
                 x0 = x;
                 while (x < end) {
-                    const int next = parent[ranks.of(x, y)];
+                    const int next = ranks.root(parent, x, y);
                     if (next < 0 || ids[next] != id)
                         break;
                     x1 = x;
@@ -462,37 +494,43 @@ __device__ void put48(uint16_t *dst, unsigned long long v)
 /* The kept regions as rows; every region's pixels summed, a warp at a time.
  * The rows after the kept ones up to `read_rows`, and the header's spare
  * words, are zeroed: the host's first copy reads them before it knows the
- * count, and copies nothing left uninitialised. */
+ * count, and copies nothing left uninitialised. A fixed grid strides over
+ * the regions found (known only here), not over the most a mask can hold. */
 __global__ void rows_kernel(const Stat *stats, fm_cc_header *header, long long min_area,
                             const int *keep_ids, const int *totals, int cap, int read_rows,
                             fm_cc_row *rows)
 {
-    const int i = (int)(blockIdx.x * blockDim.x + threadIdx.x);
-    const int *regions = &header->regions;
+    const int lane = (int)(threadIdx.x & 31);
+    const int regions = min(header->regions, cap), kept = header->kept;
+    const int end = max(regions, read_rows);
     unsigned long long *pixels = reinterpret_cast<unsigned long long *>(&header->pixels);
-    if (i == 0)
+    if (blockIdx.x == 0 && threadIdx.x == 0)
         header->unused[0] = header->unused[1] = 0;
-    if (i < read_rows && i >= header->kept)
-        rows[i] = fm_cc_row{};
-    const bool real = i < cap && i < *regions;
-    const Stat s = real ? stats[i] : Stat{0, 0, 0, 0, 0, 0, 0ull, 0ull};
-    unsigned long long area = (unsigned long long)s.area;
-    for (int off = 16; off > 0; off >>= 1)
-        area += __shfl_down_sync(kFull, area, off);
-    if ((threadIdx.x & 31) == 0 && area != 0)
-        atomicAdd(pixels, area);
-    if (!real || (long long)s.area < min_area)
-        return;
-    const int k = keep_ids[i] + totals[i / kScanBlock];
-    fm_cc_row row;
-    row.x = (uint16_t)s.x0;
-    row.y = (uint16_t)s.y0;
-    row.width = (uint16_t)(s.x1 - s.x0 + 1);
-    row.height = (uint16_t)(s.y1 - s.y0 + 1);
-    row.area = (uint32_t)s.area;
-    put48(row.sum_x, s.sum_x);
-    put48(row.sum_y, s.sum_y);
-    rows[k] = row;
+    const int stride = (int)(gridDim.x * blockDim.x);
+    /* whole warps go round together: the sum below takes every lane */
+    for (int i = (int)(blockIdx.x * blockDim.x + threadIdx.x); i - lane < end; i += stride) {
+        if (i < read_rows && i >= kept)
+            rows[i] = fm_cc_row{};
+        const bool real = i < regions;
+        const Stat s = real ? stats[i] : Stat{0, 0, 0, 0, 0, 0, 0ull, 0ull};
+        unsigned long long area = (unsigned long long)s.area;
+        for (int off = 16; off > 0; off >>= 1)
+            area += __shfl_down_sync(kFull, area, off);
+        if (lane == 0 && area != 0)
+            atomicAdd(pixels, area);
+        if (!real || (long long)s.area < min_area)
+            continue;
+        const int k = keep_ids[i] + totals[i / kScanBlock];
+        fm_cc_row row;
+        row.x = (uint16_t)s.x0;
+        row.y = (uint16_t)s.y0;
+        row.width = (uint16_t)(s.x1 - s.x0 + 1);
+        row.height = (uint16_t)(s.y1 - s.y0 + 1);
+        row.area = (uint32_t)s.area;
+        put48(row.sum_x, s.sum_x);
+        put48(row.sum_y, s.sum_y);
+        rows[k] = row;
+    }
 }
 
 /* Pixels counted a row segment per block: kCountPer pixels a thread, the
@@ -534,7 +572,7 @@ __global__ void labels_kernel(Ranks ranks, const int *parent, const int *ids, co
     if (x >= ranks.width || y >= ranks.height)
         return;
     int label = 0;
-    const int root = parent[ranks.of(x, y)];
+    const int root = ranks.root(parent, x, y);
     if (root >= 0) {
         const int id = ids[root];
         if ((long long)stats[id].area >= min_area)
@@ -617,7 +655,8 @@ extern "C" cudaError_t fm_launch_components(fm_image mask, unsigned char foregro
     fm_cc_row *rows = reinterpret_cast<fm_cc_row *>(header + 1) + count_slots;
     unsigned long long *pixels_sum = reinterpret_cast<unsigned long long *>(&header->pixels);
     const int band = mask.height / images;
-    const Ranks ranks{mask.width, mask.height, connectivity == 8, (mask.width + 1) / 2, band};
+    const Ranks ranks{mask.width, mask.height, connectivity == 8, (mask.width + 1) / 2, band,
+                      w.bits};
     const int slots = (int)l.slots, regions = (int)l.regions;
     cudaError_t err;
 
@@ -637,29 +676,28 @@ extern "C" cudaError_t fm_launch_components(fm_image mask, unsigned char foregro
     }
     if (connectivity == 8) {
         const int blocks_h = (mask.height + 1) / 2;
-        init8_kernel<<<dim3(fm_div_up((unsigned)ranks.blocks_w, tile.x),
-                            fm_div_up((unsigned)blocks_h, tile.y)), tile, 0, stream>>>(
-            pixels, ranks, blocks_h, w.parent);
+        const dim3 grid(fm_div_up((unsigned)ranks.blocks_w, tile.x),
+                        fm_div_up((unsigned)blocks_h, tile.y));
+        init8_kernel<<<grid, tile, 0, stream>>>(pixels, ranks, blocks_h, w.parent, w.bits);
+        merge8_kernel<<<grid, tile, 0, stream>>>(ranks, blocks_h, w.parent);
     }
     else {
-        init4_kernel<<<dim3(fm_div_up((unsigned)mask.width, tile.x),
-                            fm_div_up((unsigned)mask.height, tile.y)), tile, 0, stream>>>(
-            pixels, mask.width, mask.height, w.parent);
+        const dim3 grid(fm_div_up((unsigned)mask.width, tile.x),
+                        fm_div_up((unsigned)mask.height, tile.y));
+        init4_kernel<<<grid, tile, 0, stream>>>(pixels, mask.width, mask.height, w.parent);
+        merge4_kernel<<<grid, tile, 0, stream>>>(ranks, w.parent);
     }
-    merge_kernel<<<dim3(fm_div_up((unsigned)mask.width, tile.x),
-                        fm_div_up((unsigned)mask.height, tile.y)), tile, 0, stream>>>(
-        ranks, w.parent);
-    flatten_kernel<<<blocks_for(l.slots), kThreads, 0, stream>>>(slots, w.parent);
     if ((err = cudaGetLastError()) != cudaSuccess)
         return err;
 
-    /* the regions numbered in rank order */
+    /* the regions numbered in slot order; the trees flattened on the way */
     scan_blocks_kernel<<<(unsigned)l.slot_blocks, kThreads, 0, stream>>>(
         RootFlag{w.parent}, slots, w.ids, w.slot_totals);
     scan_totals_kernel<<<1, kTotalsThreads, 0, stream>>>(w.slot_totals, (int)l.slot_blocks,
                                                          &header->regions, pixels_sum);
-    roots_kernel<<<blocks_for(l.slots), kThreads, 0, stream>>>(ranks, slots, w.parent, w.ids,
-                                                              w.slot_totals, w.stats);
+    roots_kernel<<<blocks_for(l.slots), kThreads, 0, stream>>>(
+        ranks, slots, w.parent, w.ids, w.slot_totals, (int)l.slot_blocks, &header->regions,
+        w.stats);
     gather_kernel<<<dim3(fm_div_up((unsigned)mask.width, kThreads * kChunk),
                          (unsigned)mask.height), kThreads, 0, stream>>>(
         ranks, w.parent, w.ids, w.stats);
@@ -671,7 +709,7 @@ extern "C" cudaError_t fm_launch_components(fm_image mask, unsigned char foregro
         KeepFlag{w.stats, &header->regions, min_area}, regions, w.keep_ids, w.region_totals);
     scan_totals_kernel<<<1, kTotalsThreads, 0, stream>>>(w.region_totals, (int)l.region_blocks,
                                                          &header->kept, nullptr);
-    rows_kernel<<<blocks_for(l.regions), kThreads, 0, stream>>>(
+    rows_kernel<<<min(blocks_for(l.regions), kRowsBlocks), kThreads, 0, stream>>>(
         w.stats, header, min_area, w.keep_ids, w.region_totals, regions,
         (int)(read_rows < l.regions ? read_rows : l.regions), rows);
     if (labels.data != nullptr)
