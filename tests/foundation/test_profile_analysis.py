@@ -372,6 +372,23 @@ def test_the_time_the_gpu_waited_for_the_host_to_launch_is_not_the_calls():
     assert [round(r.gpu_ms, 6) for r in out] == [0.24, 0.2]
 
 
+def test_the_host_lag_never_exceeds_the_hosts_own_time_to_submit():
+    from fastmog.profiling import _probes as _profile_probes
+
+    b = Builder()
+    # seen on an H100 (cu12 wheel): the anchors put a 27.5 us kernel's start
+    # event 25 us before its call began, so the host seemed to have held the
+    # GPU for 30 us and the kernel was cut to nothing. The event is recorded
+    # inside the call: the GPU waited at most from the call's start (1.0 ms)
+    # to the submission (1.005 ms)
+    b.add("BackgroundSubtractorMOG2.apply", "kernel mog2_apply", stream=1, host=(1.0, 0.01),
+          gpu=(0.975, 0.0275))
+    records = [dataclasses_replace(r, device=0, submitted=1.005 * MS) for r in b.records]
+    out = _profile_probes.corrected(records, bias_of=lambda device: {("idle", "kernel"): 0.005})
+    assert round(out[0].gpu_ms, 6) == 0.0175
+    assert round(out[0].gpu_start, 9) == round(0.98 * MS, 9)
+
+
 def test_a_gated_window_is_not_cut_for_the_host_and_takes_the_gates_latency():
     from fastmog.profiling import _probes as _profile_probes
 

@@ -250,7 +250,8 @@ def _measure_bias(device: int) -> dict:
                     op(t)
                     s.synchronize()
                     raw = t._raw_records()[-1]
-                    windows.append(raw[11] - host_lag_ms(raw[12] / 1e9, raw[23] / 1e9))
+                    windows.append(raw[11] - host_lag_ms(raw[12] / 1e9, raw[23] / 1e9,
+                                                         raw[8] / 1e9))
                 out[(before, kind)] = sorted(windows)[len(windows) // 2]
         # a gated copy (Timer.gpu_copies), on a stream of its own: its window
         # opens once the host has submitted it, so nothing of the host's is
@@ -276,14 +277,20 @@ def _measure_bias(device: int) -> dict:
     return out
 
 
-def host_lag_ms(gpu_start, submitted):
+def host_lag_ms(gpu_start, submitted, host_start=None):
     """How long the GPU had reached a call's start event before the host had
     submitted its work (both on the host's clock, seconds; None: unknown):
     on a stream with nothing queued the start event runs at once, and the
     window then holds the host's own time to launch (tens of us when other
-    threads hold the driver's locks), which is no part of the work."""
+    threads hold the driver's locks), which is no part of the work.
+    The start event is recorded inside the call, so it ran no earlier than
+    the call began (host_start): where the anchors' mapping puts it earlier
+    (it drifts by tens of us), the lag is counted from the call's start, so
+    it is never more than the host's own time to submit."""
     if gpu_start is None or submitted is None:
         return 0.0
+    if host_start is not None:
+        gpu_start = max(gpu_start, host_start)
     return max(0.0, (submitted - gpu_start) * 1e3)
 
 
@@ -322,7 +329,8 @@ def corrected(records, bias_of=event_bias):
             before = _kind(prev.activity) or "kernel"
         cut = bias.get((before, kind), 0.0) if bias else 0.0
         # behind a gate the GPU reached the window once the work was submitted
-        lag = 0.0 if r.gated else min(host_lag_ms(r.gpu_start, r.submitted), r.gpu_ms)
+        lag = 0.0 if r.gated else min(host_lag_ms(r.gpu_start, r.submitted, r.host_start),
+                                      r.gpu_ms)
         own = r.gpu_ms - lag
         ms = max(own - cut, 0.5 * own)
         # the work began once the host had submitted it
