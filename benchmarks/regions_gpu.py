@@ -111,6 +111,13 @@ def pipelines(s, threads):
         row.append(best_ms(opencv_cpu, 1) / 8)
         print(f"{'BGR' if colour else 'grey':7s} {row[0]:8.3f} {row[1]:13.3f} {row[2]:20.3f} "
               f"{row[3]:22.3f}")
+        if "--kernels" in sys.argv:
+            # the issue's measure: the motion step's kernels against MOG2's
+            spent = kernel_spent(motion_gpu, len(device))
+            mog2 = sum(v for k, v in spent.items() if "mog2" in k)
+            step = sum(v for k, v in spent.items() if "mog2" not in k)
+            print(f"    per frame, CUPTI: MOG2 kernel {mog2:.1f} us, motion step "
+                  f"{step:.1f} us ({100 * step / mog2:.0f} % of MOG2): {format_spent(spent)}")
 
 
 def main():
@@ -153,15 +160,24 @@ def main():
 
 def kernel_times(run, calls):
     """Each kernel's mean time per call (us) from CUPTI, in launch order."""
+    return format_spent(kernel_spent(run, calls))
+
+
+def kernel_spent(run, calls):
+    """{kernel or copy: mean us per call} from CUPTI, in launch order."""
     sys.path.insert(0, os.path.dirname(__file__))
     from cupti_check import cupti_trace
 
     spent = {}
     for e in cupti_trace(run):
-        if e.get("ph") == "X" and e.get("cat") in ("kernel", "gpu_memcpy"):
+        if e.get("ph") == "X" and e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset"):
             name = e.get("name", "").replace("(anonymous namespace)::", "")
             key = name.replace("void ", "").split("(")[0].split("<")[0]
             spent[key] = spent.get(key, 0.0) + float(e["dur"]) / calls
+    return spent
+
+
+def format_spent(spent):
     return ", ".join(f"{k.replace('_kernel', '')} {v:.1f}" for k, v in spent.items())
 
 
