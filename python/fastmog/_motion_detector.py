@@ -115,8 +115,8 @@ def update_cameras(detectors, masks, *, stream, timer=None):
     and foreground, and whose masks (GpuMats, as apply_cameras gives them)
     share one shape of an even height, are cleaned into one stack (one
     launch per morphology pass) and labelled apart in one pass, read back
-    in one copy with one wait. The
-    other cameras take their own update. Returns each camera's FrameMotion."""
+    in one copy with one wait. The other cameras take their own update.
+    Returns each camera's FrameMotion."""
     if not isinstance(stream, _fastmog.Stream):
         raise TypeError(f"stream must be a fastmog.Stream, not {type(stream).__name__}")
     detectors, masks = list(detectors), list(masks)
