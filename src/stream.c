@@ -210,7 +210,9 @@ static cudaError_t stream_device_from_context(cudaStream_t handle, int *device)
     if (((ctx_push_fn)push)(ctx) != 0)
         return cudaErrorInvalidResourceHandle;
     int rc = ((ctx_get_device_fn)get_device)(device);
-    ((ctx_pop_fn)pop)(&popped);  /* restores the caller's context */
+    /* restores the caller's context; a failure leaves the thread's wrong */
+    if (((ctx_pop_fn)pop)(&popped) != 0)
+        return cudaErrorInvalidResourceHandle;
     return rc == 0 ? cudaSuccess : cudaErrorInvalidDevice;
 }
 
