@@ -117,6 +117,50 @@ def test_bad_arguments_fail_before_any_work(client, sources):
         fastmog.process_sources([3], client=client)
 
 
+@pytest.mark.parametrize("policy", ["cpu", pytest.param("spread", marks=pytest.mark.gpu)])
+def test_each_source_gets_its_own_motion_detector(client, sources, tmp_path, policy):
+    """motion=: each source's events are fastmog.cpu.MotionDetector's on
+    its own masks, with the events file beside; on a GPU the masks never
+    leave it (no digest) unless out_dirs asks for them."""
+    options = {"morphology": None, "min_area": 2, "threshold": 0.02, "gap_frames": 2}
+    events = [tmp_path / f"e{k}.jsonl" for k in range(2)]
+    results = fastmog.process_sources(sources[:2], client=client, mog2_kwargs=MOG2,
+                                      device_policy=policy, motion=options,
+                                      events_paths=events)
+    for folder, r, path in zip(sources, results, events):
+        assert r.status == "done", r.error
+        det = fastmog.cpu.MotionDetector(fps=25.0, **options)
+        for mask in alone(folder):
+            det.update(mask)
+        det.finish()
+        assert det.events, "the scene must hold events for this test to mean anything"
+        assert [(e.zone, e.start_frame, e.end_frame, e.box) for e in r.events] == \
+            [(e.zone, e.start_frame, e.end_frame, e.box) for e in det.events]
+        assert len(path.read_text().splitlines()) == len(det.events)
+        assert (r.digest is None) == (policy == "spread")
+        assert r.shape == alone(folder)[0].shape
+    plain, = fastmog.process_sources(sources[:1], client=client, mog2_kwargs=MOG2,
+                                     device_policy=policy)
+    assert plain.events is None and plain.digest == masks_digest(alone(sources[0]))
+
+
+def test_bad_motion_arguments_fail_before_any_work(client, sources, tmp_path):
+    with pytest.raises(TypeError, match="dict"):
+        fastmog.process_sources(sources, client=client, motion="open")
+    with pytest.raises(TypeError, match="fps"):
+        fastmog.process_sources(sources, client=client, motion={"fps": 5})
+    with pytest.raises(ValueError, match="threshold"):
+        fastmog.process_sources(sources, client=client, motion={"threshold": 2})
+    with pytest.raises(ValueError, match="give motion too"):
+        fastmog.process_sources(sources, client=client, events_paths=["e"] * len(sources))
+    with pytest.raises(ValueError, match="regions_paths has 1 entries"):
+        fastmog.process_sources(sources, client=client, motion={}, regions_paths=["r"])
+    with pytest.raises(ValueError, match="checkpoints"):
+        fastmog.process_sources(sources, client=client, motion={},
+                                checkpoints=tmp_path / "c", checkpoint_every=2)
+    assert not (tmp_path / "c").exists()
+
+
 def test_cli_workers_several_sources(sources, tmp_path):
     twin = tmp_path / "again" / sources[0].name      # same folder name: a unique subfolder
     twin.parent.mkdir()

@@ -170,10 +170,85 @@ def test_bad_motion_options_are_one_line(frames_dir, capsys, option, says):
     assert says in line, line
 
 
-def test_motion_with_several_sources_is_refused(frames_dir, tmp_path, capsys):
-    line = one_error_line(run_in_process(capsys, frames_dir, frames_dir, "--cpu",
-                                         "--events", tmp_path / "e.jsonl"))
-    assert "the motion options" in line and "single source" in line
+@pytest.fixture(scope="module")
+def mirrored_dir(frames_dir, tmp_path_factory):
+    """frames_dir's frames mirrored left to right: another camera's motion."""
+    root = tmp_path_factory.mktemp("mirror")
+    for path in sorted(frames_dir.glob("frame_*.png")):
+        cv2.imwrite(str(root / path.name), cv2.imread(str(path), cv2.IMREAD_UNCHANGED)[:, ::-1])
+    return root
+
+
+@pytest.mark.parametrize("where", ["host", pytest.param("gpu", marks=pytest.mark.gpu)])
+def test_several_sources_each_have_their_own_motion_step(frames_dir, mirrored_dir, tmp_path,
+                                                         where):
+    """--workers with motion options: every source's events and regions, in
+    its own NAME.jsonl, equal fastmog.cpu's for that source alone; a source
+    whose frame the zones do not fit fails alone, with the zones' line."""
+    pytest.importorskip("distributed", reason="needs dask[distributed]")
+    small = tmp_path / "small"
+    small.mkdir()
+    for path in sorted(frames_dir.glob("frame_*.png"))[:5]:
+        cv2.imwrite(str(small / path.name), cv2.imread(str(path))[:30, :48])
+    zones_file = tmp_path / "zones.json"
+    zones_file.write_text(json.dumps(ZONES))
+    events, regions = tmp_path / "events", tmp_path / "regions"
+    device = ["--cpu"] if where == "host" else []
+    r = run(frames_dir, mirrored_dir, small, "--workers", "2", *device, *MOG2,
+            "--zones", zones_file, "--min-area", "4", "--threshold", "0.01",
+            "--events", events, "--regions", regions, timeout=180)
+    assert r.returncode == 4, (r.stdout, r.stderr)          # one source failed
+    assert "processed 2 of 3 sources" in r.stdout
+    assert f"fastmog: error: {small}: the zones file {zones_file}, left: point (47, 59) lies " \
+           f"outside the 48x30 frame" in r.stderr.splitlines()
+    polygons = [ZONES[0]["polygon"], ZONES[1]]
+    names = ["left", "zone 1"]
+    for folder in (frames_dir, mirrored_dir):
+        per_frame, expected = _host_motion(folder, zones=polygons, min_area=4,
+                                           threshold=0.01)
+        assert expected, "each scene must hold events for this test to mean anything"
+        got = _json_lines(events / f"{folder.name}.jsonl")
+        assert [(e["zone"], e["start_frame"], e["end_frame"], e["box"]) for e in got] == \
+            [(names[e.zone], e.start_frame, e.end_frame,
+              None if e.box is None else list(e.box)) for e in expected]
+        lines = _json_lines(regions / f"{folder.name}.jsonl")
+        assert [[z["regions"] for z in line["zones"]] for line in lines] == \
+            [[z.regions.stats.tolist() for z in m.zones] for m in per_frame]
+        on = "GPU" if where == "gpu" else "host"
+        assert f"fastmog: {folder}: motion: {len(expected)} event" in r.stdout
+        assert f"on the {on})" in r.stdout
+        assert sum(l.startswith(f"fastmog: {folder}: event: ")
+                   for l in r.stdout.splitlines()) == len(expected)
+    # the two cameras saw different motion: the files are each their own
+    assert (events / f"{frames_dir.name}.jsonl").read_text() != \
+        (events / f"{mirrored_dir.name}.jsonl").read_text()
+
+
+@pytest.mark.parametrize("extra, says", [
+    (["--events", "{tmp}/e.jsonl"], "is a folder (a name without extension"),
+    (["--events", "{tmp}/both", "--regions", "{tmp}/both"], "name the same file"),
+    (["--events", "{tmp}/e", "--checkpoint", "{tmp}/c", "--checkpoint-every", "5"],
+     "cannot be used with --checkpoint"),
+    (["--zones", "{tmp}/zones.json"], "must hold a non-empty list of zones"),
+])
+def test_motion_mistakes_with_several_sources_are_one_line(frames_dir, mirrored_dir, tmp_path,
+                                                           capsys, extra, says):
+    (tmp_path / "zones.json").write_text("[]")
+    args = [a.format(tmp=tmp_path) for a in extra]
+    line = one_error_line(run_in_process(capsys, frames_dir, mirrored_dir, "--cpu", *args))
+    assert says in line, line
+    assert not (tmp_path / "c").exists()
+
+
+def test_an_events_file_of_an_earlier_run_of_several_needs_overwrite(frames_dir, mirrored_dir,
+                                                                     tmp_path, capsys):
+    events = tmp_path / "events"
+    events.mkdir()
+    (events / f"{mirrored_dir.name}.jsonl").write_text("keep me\n")
+    line = one_error_line(run_in_process(capsys, frames_dir, mirrored_dir, "--cpu",
+                                         "--events", events))
+    assert "--events" in line and "--overwrite" in line
+    assert (events / f"{mirrored_dir.name}.jsonl").read_text() == "keep me\n"
 
 
 def test_an_existing_events_file_needs_overwrite(frames_dir, tmp_path, capsys):

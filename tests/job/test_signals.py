@@ -86,7 +86,7 @@ def test_ctrl_c_while_the_cluster_starts_lets_it_start_then_closes_it(monkeypatc
     monkeypatch.setattr(_multi, "live_workers", live_workers)
     with _signals.handled():
         with pytest.raises(_signals.Stopped):
-            _multi._run(types.SimpleNamespace(), [], [])
+            _multi._run(types.SimpleNamespace(), [], [], None, [])
     assert log == ["started", "entered", "closed"]
 
 

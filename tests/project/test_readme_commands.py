@@ -170,9 +170,9 @@ def test_fastmog_command_runs(doc, line, command, data_dir, tmp_path):
                and not pathlib.Path(names[a]).exists()]
     if missing:
         pytest.skip(f"the test data in {data_dir} lacks what {missing[0]} stands for")
-    if "zones.json" in written:                   # a zone inside vtest.avi's 768 x 576
+    if "zones.json" in written:                   # a zone inside tree.avi's 320 x 240 too
         (tmp_path / "zones.json").write_text(
-            '[{"name": "walkway", "polygon": [[0, 300], [380, 250], [380, 575], [0, 575]]}]')
+            '[{"name": "walkway", "polygon": [[0, 130], [200, 110], [200, 239], [0, 239]]}]')
     args = []
     for a in written:
         if a == "cams/*.mkv":

@@ -39,7 +39,7 @@ import warnings
 import numpy as np
 
 from .. import _fastmog, cpu
-from . import _checkpoint, _checks, _loop, _sources, _writers
+from . import _checkpoint, _checks, _loop, _motion, _sources, _writers
 from ._errors import UserError
 
 DEVICE_POLICIES = ("spread", "first", "cpu")
@@ -54,7 +54,8 @@ class SourceResult:
     status: "done", "failed" (the source could not be processed: `error` says
     why) or "lost" (the worker holding it left the cluster mid-run).
     digest: SHA-256 (hex) of the masks' bytes, frame after frame (each an
-    H x W uint8 array in row order), so a run elsewhere can be compared.
+    H x W uint8 array in row order), so a run elsewhere can be compared;
+    None when the masks never left the GPU (motion only, no out_dir).
     seconds: time on the worker from the first frame to the last mask.
     device: the CUDA device it ran on, or None for the host reference.
     incomplete: for a "done" video that ended before the frame count its
@@ -65,7 +66,9 @@ class SourceResult:
     "frames" scored); None for other sources.
     resumed_from: with checkpoints, the frames a re-run after a lost worker
     skipped, its checkpoint's model having seen them (0: not resumed);
-    frames, digest and seconds are then the re-run's own."""
+    frames, digest and seconds are then the re-run's own.
+    events: with motion, the source's motion events (fastmog.motion.Event,
+    ended at its last frame); None without."""
 
     source: object
     status: str
@@ -80,6 +83,7 @@ class SourceResult:
     score: dict | None = None
     incomplete: str | None = None
     resumed_from: int = 0
+    events: list | None = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -95,6 +99,7 @@ class Job:
     progress: bool = False      # report frames done as "fastmog-progress" events
     batch: int = 1              # host frames per MOG2 launch on a GPU (the main job's --batch)
     checkpoint_every: int | None = None   # frames between a source's checkpoints
+    motion: _motion.MotionOptions | None = None   # each source's motion step
 
 
 def source_name(source):
@@ -108,7 +113,8 @@ def source_name(source):
 def process_sources(sources, *, client=None, workers=None, out_dirs=None, mog2_kwargs=None,
                     learning_rate=-1.0, grey=False, frames=None, decode="auto",
                     batch=1, nvdec_sessions=1, device_policy="spread", on_result=None,
-                    on_progress=None, checkpoints=None, checkpoint_every=None, retries=2):
+                    on_progress=None, checkpoints=None, checkpoint_every=None, retries=2,
+                    motion=None, events_paths=None, regions_paths=None):
     """Processes every source on a Dask cluster and returns one SourceResult
     per source, in the order given.
 
@@ -138,6 +144,14 @@ def process_sources(sources, *, client=None, workers=None, out_dirs=None, mog2_k
     last checkpoint (SourceResult.resumed_from). Checkpoints that an earlier
     call left there for these sources are removed first: a call starts from
     scratch. Without checkpoints a lost source is reported as lost.
+    motion: None, or fastmog.MotionDetector's keyword arguments (fps aside:
+    each source has its own): every source's masks then go through a
+    motion detector on its worker (on its GPU, where the masks stay unless
+    out_dirs asks for them, or the host reference's), and SourceResult.events
+    holds its events. events_paths, regions_paths: None, or one path (or
+    None) per source for its events and per-frame regions as JSON lines, as
+    the main job's --events and --regions write them. Motion cannot be
+    combined with checkpoints: a re-run would restart its events.
     """
     sources = list(sources)
     if not sources:
@@ -151,6 +165,8 @@ def process_sources(sources, *, client=None, workers=None, out_dirs=None, mog2_k
     out_dirs = [None if d is None else os.fsdecode(d) for d in out_dirs]
     if len(out_dirs) != len(sources):
         raise ValueError(f"out_dirs has {len(out_dirs)} entries for {len(sources)} sources")
+    motion, files = _motion_options(motion, events_paths, regions_paths, len(sources),
+                                    checkpoints)
     if device_policy not in DEVICE_POLICIES:
         raise ValueError(f"device_policy must be one of {', '.join(DEVICE_POLICIES)}, "
                          f"not {device_policy!r}")
@@ -171,15 +187,43 @@ def process_sources(sources, *, client=None, workers=None, out_dirs=None, mog2_k
               _sources.SourceOptions(frames=frames, grey=bool(grey), decode=decode,
                                      nvdec_sessions=nvdec_sessions),
               progress=on_progress is not None, batch=batch,
-              checkpoint_every=checkpoint_every if checkpoints is not None else None)
+              checkpoint_every=checkpoint_every if checkpoints is not None else None,
+              motion=motion)
     tries = 1 + (retries if checkpoints is not None else 0)
     if client is not None:
         if workers is not None:
             raise ValueError("workers= sizes a local cluster; with client= the cluster is "
                              "the client's")
-        return _schedule(client, sources, out_dirs, paths, tries, job, on_result, on_progress)
+        return _schedule(client, sources, out_dirs, paths, files, tries, job, on_result,
+                         on_progress)
     with local_client(workers) as own:
-        return _schedule(own, sources, out_dirs, paths, tries, job, on_result, on_progress)
+        return _schedule(own, sources, out_dirs, paths, files, tries, job, on_result,
+                         on_progress)
+
+
+def _motion_options(motion, events_paths, regions_paths, n, checkpoints):
+    """The motion step's options (checked) and each source's (events,
+    regions) files."""
+    if motion is None:
+        if events_paths is not None or regions_paths is not None:
+            raise ValueError("events_paths and regions_paths are the motion step's files; "
+                             "give motion too")
+        return None, [(None, None)] * n
+    if checkpoints is not None:
+        raise ValueError("motion cannot be combined with checkpoints: a source re-run from "
+                         "its checkpoint would restart its events")
+    if not isinstance(motion, _motion.MotionOptions):
+        if not isinstance(motion, dict):
+            raise TypeError(f"motion must be None or a dict of MotionDetector's keyword "
+                            f"arguments, not {type(motion).__name__}")
+        motion = _motion.MotionOptions.from_kwargs(motion)
+    lists = []
+    for name, paths in (("events_paths", events_paths), ("regions_paths", regions_paths)):
+        paths = [None] * n if paths is None else list(paths)
+        if len(paths) != n:
+            raise ValueError(f"{name} has {len(paths)} entries for {n} sources")
+        lists.append([None if p is None else os.fsdecode(p) for p in paths])
+    return motion, list(zip(*lists))
 
 
 def _checkpoint_paths(sources, folder, every, retries):
@@ -322,14 +366,15 @@ class _Counts:
                 pass
 
 
-def _schedule(client, sources, out_dirs, paths, tries, job, on_result, on_progress=None):
+def _schedule(client, sources, out_dirs, paths, files, tries, job, on_result,
+              on_progress=None):
     with _Removals(client) as removed, _Counts(client, on_progress is not None) as counts:
-        return _run_all(client, sources, out_dirs, paths, tries, job, on_result, removed,
-                        on_progress, counts)
+        return _run_all(client, sources, out_dirs, paths, files, tries, job, on_result,
+                        removed, on_progress, counts)
 
 
-def _run_all(client, sources, out_dirs, paths, tries, job, on_result, removed, on_progress,
-             counts):
+def _run_all(client, sources, out_dirs, paths, files, tries, job, on_result, removed,
+             on_progress, counts):
     from distributed import wait
 
     results = [None] * len(sources)
@@ -372,7 +417,8 @@ def _run_all(client, sources, out_dirs, paths, tries, job, on_result, removed, o
                 i = pending.popleft()
                 attempts[i] += 1
                 future = client.submit(_run_source, sources[i], out_dirs[i], slots[w][1], job,
-                                       paths[i], workers=[w], allow_other_workers=False,
+                                       paths[i], files[i], workers=[w],
+                                       allow_other_workers=False,
                                        pure=False,
                                        key=f"fastmog-source-{i}-{os.urandom(4).hex()}")
                 running[future] = (i, w)
@@ -430,12 +476,13 @@ def _collect(future, source, out_dir, worker):
 # ---- on the worker -----------------------------------------------------------------------
 
 
-def _run_source(source, out_dir, slot, job, checkpoint=None):
+def _run_source(source, out_dir, slot, job, checkpoint=None, files=(None, None)):
     """One whole source, in order, by one subtractor in this worker process,
     through the main job's own opener and frame loop. Returns the fields of
     its SourceResult (small: no masks travel back). checkpoint: the source's
     checkpoint file (None: none); a rerun finds the one its lost worker
-    wrote, and resumes from it."""
+    wrote, and resumes from it. files: the motion step's (events, regions)
+    files, with job.motion."""
     policy = job.device_policy
     on_gpu = policy != "cpu" and _fastmog.cuda_available()
     device = (0 if policy == "first" else slot % _fastmog.device_count()) if on_gpu else None
@@ -448,7 +495,7 @@ def _run_source(source, out_dir, slot, job, checkpoint=None):
     writer = (_writers.PngSequence(out_dir, True, first) if out_dir is not None
               else _writers.NoMasks())
     streams = _loop.open_streams(device, on_gpu)
-    truth = opened = None
+    truth = opened = motion = None
     try:
         if isinstance(source, (str, bytes, os.PathLike)):
             found = _sources.find_input(os.fsdecode(source))
@@ -472,6 +519,9 @@ def _run_source(source, out_dir, slot, job, checkpoint=None):
             if opened.shape is not None:
                 resumed.check_source(opened.shape, None)
             sub = resumed.subtractor(on_gpu, streams[1] if on_gpu else None)
+        if job.motion is not None:
+            motion = _motion.MotionStep(job.motion, opened.shape, opened.fps, first,
+                                        on_gpu=on_gpu, events=files[0], regions=files[1])
     except BaseException:
         if opened is not None:
             opened.close()
@@ -484,10 +534,22 @@ def _run_source(source, out_dir, slot, job, checkpoint=None):
         checkpoints.bind(sub, streams[1] if on_gpu else None)
     digest, shapes = hashlib.sha256(), []
     numbers = opened.numbers
+    # the GPU motion step takes the masks where they lie: they come to the
+    # host only for what reads them there
+    on_device = motion is not None and motion.on_gpu
+    download = not on_device or out_dir is not None or truth is not None
+
+    def on_device_mask(index, mask, stream):
+        shapes[:] = [tuple(mask.shape)]
+        motion.on_device_mask(index, mask, stream)
 
     def seen(index, mask):
+        if mask is None:                    # it stayed on the GPU
+            return
         digest.update(np.ascontiguousarray(mask).data)
         shapes[:] = [mask.shape]
+        if motion is not None and not on_device:
+            motion.on_mask(index, mask)
         at = first + index
         if truth is not None:
             number = numbers[at] if numbers else None
@@ -495,10 +557,16 @@ def _run_source(source, out_dir, slot, job, checkpoint=None):
         if checkpoints is not None:
             checkpoints.after(index + 1)
 
-    done = _loop.process(sub, opened, writer, streams=streams,
-                         learning_rate=job.learning_rate, batch=job.batch, on_mask=seen,
-                         progress=_Reporter() if job.progress else None, skip=first,
-                         segment=job.checkpoint_every)
+    try:
+        done = _loop.process(sub, opened, writer, streams=streams,
+                             learning_rate=job.learning_rate, batch=job.batch, on_mask=seen,
+                             on_device_mask=on_device_mask if on_device else None,
+                             download=download,
+                             progress=_Reporter() if job.progress else None, skip=first,
+                             segment=job.checkpoint_every)
+    finally:
+        if motion is not None:
+            motion.close()          # its open events end at the last frame
     if done.interrupted:
         raise KeyboardInterrupt
     score = None
@@ -507,9 +575,10 @@ def _run_source(source, out_dir, slot, job, checkpoint=None):
         score = {"precision": s.precision, "recall": s.recall, "f_measure": s.f_measure,
                  "frames": s.frames}
     return {"frames": done.frames, "shape": shapes[0] if shapes else None,
-            "digest": digest.hexdigest(), "out_dir": out_dir, "device": device,
-            "seconds": done.seconds, "score": score, "incomplete": opened.incomplete(),
-            "resumed_from": first}
+            "digest": digest.hexdigest() if download else None, "out_dir": out_dir,
+            "device": device, "seconds": done.seconds, "score": score,
+            "incomplete": opened.incomplete(), "resumed_from": first,
+            "events": None if motion is None else list(motion.detector.events)}
 
 
 class _Reporter:

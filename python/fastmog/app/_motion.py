@@ -9,9 +9,11 @@ fastmog.cpu.MotionDetector. Both give the same results.
 """
 from __future__ import annotations
 
+import dataclasses
 import errno
 import inspect
 import json
+import os
 
 from .. import _motion_detector, cpu
 from ..motion import _element
@@ -128,36 +130,77 @@ def check_zones_fit(zones, shape, path):
                                     f"lies outside the {w}x{h} frame")
 
 
+@dataclasses.dataclass(frozen=True)
+class MotionOptions:
+    """What the motion step of a run is told, on the command line's host or
+    on a Dask worker: the zones [(name, zone)] or None (the whole frame), the
+    file they came from (its points are checked against the frame: None
+    leaves that to the detector) and the detector's keyword arguments given
+    (its defaults for the others)."""
+
+    zones: list | None = None
+    detector: dict = dataclasses.field(default_factory=dict)
+    zones_file: str | None = None
+
+    @classmethod
+    def from_args(cls, args, zones):
+        """The options the command line gives; zones: read_zones(args.zones)."""
+        given = {name: getattr(args, name) for name in ("morphology", "min_area", "threshold")
+                 if getattr(args, name) is not None}
+        if given.get("morphology") is False:        # "none"
+            given["morphology"] = None
+        return cls(zones, given, None if args.zones is None else os.fsdecode(args.zones))
+
+    @classmethod
+    def from_kwargs(cls, kwargs):
+        """fastmog.MotionDetector's keyword arguments as a library caller gives
+        them, fps aside (each source has its own); the zones are named "zone
+        K". What the detector refuses is refused here (TypeError, ValueError),
+        before any source is opened."""
+        kwargs = dict(kwargs)
+        if "fps" in kwargs:
+            raise TypeError("motion takes no fps: each source's events are timed by its own "
+                            "frame rate")
+        cpu.MotionDetector(**kwargs)
+        zones = kwargs.pop("zones", None)
+        return cls(None if zones is None else [(f"zone {k}", z) for k, z in enumerate(zones)],
+                   kwargs)
+
+    def check(self):
+        """Refuses what the detector refuses (TypeError, ValueError), before
+        any source is opened."""
+        self.detector_for(on_gpu=False, fps=None)
+
+    def detector_for(self, *, on_gpu, fps):
+        """A detector with these options: the GPU face or the host's."""
+        face = _motion_detector.MotionDetector if on_gpu else cpu.MotionDetector
+        return face(zones=None if self.zones is None else [z for _, z in self.zones],
+                    fps=fps, **self.detector)
+
+
 class MotionStep:
     """The detector and its outputs for one run. With on_gpu,
     on_device_mask(index, mask, stream) takes each of the frame loop's device
     masks, else on_mask(index, mask) its host masks; close() ends open events
-    and the files."""
+    and the files. events, regions: the JSON lines files to write, or None."""
 
-    def __init__(self, args, zones, shape, fps, first=0, on_gpu=False, timer=None):
-        self.zones = zones          # read_zones(args.zones), or None: the whole frame
-        if zones is not None and shape is not None:
-            check_zones_fit(zones, shape, args.zones)
-        # the options given, the detector's defaults for the others ("none": False)
-        given = {name: getattr(args, name) for name in ("morphology", "min_area", "threshold")
-                 if getattr(args, name) is not None}
-        if given.get("morphology") is False:
-            given["morphology"] = None
+    def __init__(self, options, shape, fps, first=0, on_gpu=False, timer=None, *,
+                 events=None, regions=None):
+        self.zones = options.zones
+        if options.zones_file is not None and shape is not None:
+            check_zones_fit(self.zones, shape, options.zones_file)
         self.on_gpu, self._timer = on_gpu, timer
-        face = _motion_detector.MotionDetector if on_gpu else cpu.MotionDetector
         try:
-            self.detector = face(
-                zones=None if self.zones is None else [parts for _, parts in self.zones],
-                fps=fps, **given)
+            self.detector = options.detector_for(on_gpu=on_gpu, fps=fps)
         except (TypeError, ValueError) as e:
             raise UserError(str(e)) from None
         self.detector.index = first     # a resumed run's frames are numbered on
         self.names = ["frame"] if self.zones is None else [n for n, _ in self.zones]
         self.fps = fps
         self.last = None            # the last frame's FrameMotion (the preview's boxes)
-        self._regions = _open(args.regions, "the regions file")
+        self._regions = _open(regions, "the regions file")
         try:
-            self._events = _open(args.events, "the events file")
+            self._events = _open(events, "the events file")
         except BaseException:
             if self._regions is not None:
                 self._regions.close()
@@ -220,32 +263,42 @@ class MotionStep:
         return outlines, boxes
 
     def summary(self, paths):
-        """The summary's lines: how many events, then each (the first
-        EVENTS_SHOWN), then where the files are."""
-        events = sorted(self.detector.events, key=lambda e: (e.start_frame, e.zone))
-        zones = "the whole frame" if self.zones is None else \
-            f"{len(self.zones)} zone{'s' if len(self.zones) != 1 else ''}"
-        d = self.detector
-        how = ("no morphology" if d.morphology is None else
-               f"{d.morphology[0]} {_kernel_text(d.morphology[1])} {d.morphology[2]}")
-        lines = [f"fastmog: motion: {len(events)} event{'s' if len(events) != 1 else ''} in "
-                 f"{zones} (threshold {d.threshold:g}, {how}, min area {d.min_area}; "
-                 f"on {'the GPU' if self.on_gpu else 'the host'})"]
-        for e in events[:EVENTS_SHOWN]:
-            times = ("" if e.start_time is None else
-                     f" ({e.start_time:.2f}-{e.end_time:.2f} s)")
-            box = "no region" if e.box is None else \
-                f"box {e.box[0]},{e.box[1]} {e.box[2]}x{e.box[3]}"
-            lines.append(f"fastmog: event: {self.names[e.zone]}, frames {e.start_frame}-"
-                         f"{e.end_frame}{times}, peak {e.peak_score:.4f} at frame "
-                         f"{e.peak_frame}, {box}")
-        if len(events) > EVENTS_SHOWN:
-            lines.append(f"fastmog: ... and {len(events) - EVENTS_SHOWN} more events"
-                         + (f" (all in {shown(paths['events'])})" if paths["events"] else ""))
-        for what, path in (("events", paths["events"]), ("regions", paths["regions"])):
-            if path is not None:
-                lines.append(f"fastmog: wrote the {what} {shown(path)}")
-        return lines
+        """The summary's lines (summary_lines) of this run."""
+        return summary_lines(self.detector.events, self.detector,
+                             None if self.zones is None else self.names, self.on_gpu, paths)
+
+
+def summary_lines(events, detector, names, on_gpu, paths, source=None):
+    """The summary's lines: how many events, then each (the first
+    EVENTS_SHOWN), then where the files are. detector: one built with the
+    run's options (its settings are shown); names: the zones' names, None
+    for the whole frame; source: the source's name, for a run of several."""
+    who = "" if source is None else f"{source}: "
+    events = sorted(events, key=lambda e: (e.start_frame, e.zone))
+    zones = "the whole frame" if names is None else \
+        f"{len(names)} zone{'s' if len(names) != 1 else ''}"
+    names = names or ["frame"]
+    d = detector
+    how = ("no morphology" if d.morphology is None else
+           f"{d.morphology[0]} {_kernel_text(d.morphology[1])} {d.morphology[2]}")
+    lines = [f"fastmog: {who}motion: {len(events)} event{'s' if len(events) != 1 else ''} "
+             f"in {zones} (threshold {d.threshold:g}, {how}, min area {d.min_area}; "
+             f"on {'the GPU' if on_gpu else 'the host'})"]
+    for e in events[:EVENTS_SHOWN]:
+        times = ("" if e.start_time is None else
+                 f" ({e.start_time:.2f}-{e.end_time:.2f} s)")
+        box = "no region" if e.box is None else \
+            f"box {e.box[0]},{e.box[1]} {e.box[2]}x{e.box[3]}"
+        lines.append(f"fastmog: {who}event: {names[e.zone]}, frames {e.start_frame}-"
+                     f"{e.end_frame}{times}, peak {e.peak_score:.4f} at frame "
+                     f"{e.peak_frame}, {box}")
+    if len(events) > EVENTS_SHOWN:
+        lines.append(f"fastmog: {who}... and {len(events) - EVENTS_SHOWN} more events"
+                     + (f" (all in {shown(paths['events'])})" if paths["events"] else ""))
+    for what, path in (("events", paths["events"]), ("regions", paths["regions"])):
+        if path is not None:
+            lines.append(f"fastmog: {who}wrote the {what} {shown(path)}")
+    return lines
 
 
 def _kernel_text(kernel):

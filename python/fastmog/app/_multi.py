@@ -1,6 +1,7 @@
 """python -m fastmog SRC [SRC ...]: the main job for several sources, on a
 local Dask cluster (--workers N) or an existing one (--scheduler ADDRESS),
 with one line per source as it finishes (the work itself is in _dask)."""
+import collections
 import contextlib
 import os
 import pathlib
@@ -24,12 +25,25 @@ _SINGLE_ONLY = [("preview", "--preview"), ("preview_full_size", "--preview-full-
 def check(args):
     """Everything that can be refused before a cluster starts: options, the
     sources (the workers read them: a shared file system is assumed) and
-    the output folders. Returns (sources, out_dirs)."""
+    the output folders and files. Returns (sources, out_dirs, motion, files):
+    motion the motion step's options or None, files each source's (events,
+    regions) files."""
     _checkpoint.check_options(args)
     for name, flag in _SINGLE_ONLY:
         if getattr(args, name):
             raise UserError(f"{flag} is for a single source; it cannot be used with several "
                             f"sources, --workers or --scheduler")
+    motion = None
+    if _motion.wanted(args):
+        if args.checkpoint is not None:
+            raise UserError("the motion options cannot be used with --checkpoint: a source "
+                            "re-run from its checkpoint would restart its events")
+        zones = _motion.read_zones(args.zones) if args.zones is not None else None
+        motion = _motion.MotionOptions.from_args(args, zones)
+        try:
+            motion.check()
+        except (TypeError, ValueError) as e:
+            raise UserError(str(e)) from None
     if args.checkpoint is not None:
         if args.checkpoint_every is None:
             raise UserError("with several sources --checkpoint is a folder of checkpoints "
@@ -49,10 +63,6 @@ def check(args):
         if old and not args.overwrite:
             raise UserError(f"--checkpoint {shown(args.checkpoint)} holds checkpoints of an "
                             f"earlier run ({old[0]}.npz): pass --overwrite to start afresh")
-    if _motion.wanted(args):
-        raise UserError("the motion options (--zones, --morphology, --min-area, --threshold, "
-                        "--events, --regions) are for a single source; they cannot be used "
-                        "with several sources, --workers or --scheduler")
     if not args.input:
         raise UserError("--workers and --scheduler need sources: give one or more videos or "
                         "folders of frames")
@@ -80,11 +90,45 @@ def check(args):
         # each subfolder is checked (and made) now: a used one must not cost a run
         out_dirs = [_writers.PngSequence(args.out / name, args.overwrite).path
                     for name in names]
+    files = _motion_files(args, inputs)
     try:
         cpu.BackgroundSubtractorMOG2(**mog2_kwargs(args))
     except (ValueError, TypeError) as e:
         raise UserError(str(e)) from None
-    return list(args.input), out_dirs
+    return list(args.input), out_dirs, motion, files
+
+
+def _motion_files(args, inputs):
+    """With several sources --events and --regions are folders, with one
+    NAME.jsonl per source (NAME as its --out subfolder): made now, each file
+    checked as the single run checks its file."""
+    names = unique_names(args.input)
+    folders = {"--events": args.events, "--regions": args.regions}
+    for flag, folder in folders.items():
+        if folder is None:
+            continue
+        if folder.exists() and not folder.is_dir():
+            raise UserError(f"{flag} {shown(folder)} is a file; with several sources it is a "
+                            f"folder that gets one NAME.jsonl per source")
+        if not folder.exists() and folder.suffix:
+            raise UserError(f"{flag} {shown(folder)}: with several sources {flag} is a folder "
+                            f"(a name without extension, or one that exists) that gets one "
+                            f"NAME.jsonl per source")
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+        except OSError as e:
+            raise UserError(f"cannot make the {flag} folder {shown(folder)}: "
+                            f"{e.strerror or e}") from None
+    files = []
+    for name in names:
+        each = {flag: None if folder is None else folder / f"{name}.jsonl"
+                for flag, folder in folders.items()}
+        _checks.check_outputs(each, inputs, args.overwrite)
+        for flag, path in each.items():
+            if path is not None:
+                _writers.check_writable_file(path, f"the {flag[2:]} file")
+        files.append((each["--events"], each["--regions"]))
+    return files
 
 
 def _client(args):
@@ -139,12 +183,12 @@ def _restore(stderr, saved):
 
 
 def run(args):
-    sources, out_dirs = check(args)
+    sources, out_dirs, motion, files = check(args)
     with _terminal_for_fastmog_only():
-        return _run(args, sources, out_dirs)
+        return _run(args, sources, out_dirs, motion, files)
 
 
-def _run(args, sources, out_dirs):
+def _run(args, sources, out_dirs, motion, files):
     with contextlib.ExitStack() as stack:
         # a Ctrl-C in the cluster's start is raised once it is up, or has failed for it
         with _signals.held(stop_explains_errors=True):
@@ -164,6 +208,10 @@ def _run(args, sources, out_dirs):
             progress.update(sum(frames.values()) + finished[0])
 
         finished = [0]
+        index = collections.defaultdict(collections.deque)     # a source's place(s)
+        for i, s in enumerate(sources):
+            index[id(s)].append(i)
+        settings = None if motion is None else motion.detector_for(on_gpu=False, fps=None)
 
         def report(r):
             progress.close()
@@ -183,6 +231,12 @@ def _run(args, sources, out_dirs):
                            f"its worker was lost" if r.resumed_from else "")
                 print(f"fastmog: {name}: {r.frames} frames in {r.seconds:.3f} s ({rate}) "
                       f"on {on} of worker {r.worker}{wrote}{scored}{resumed}")
+                if r.events is not None:
+                    events, regions = files[index[id(r.source)].popleft()]
+                    print("\n".join(_motion.summary_lines(
+                        r.events, settings, None if motion.zones is None
+                        else [n for n, _ in motion.zones], r.device is not None,
+                        {"events": events, "regions": regions}, source=name)))
                 if r.incomplete and args.accept_short:
                     print(f"fastmog: note: {name}: {r.incomplete}; accepted (--accept-short)")
                 elif r.incomplete:
@@ -201,6 +255,8 @@ def _run(args, sources, out_dirs):
             nvdec_sessions=args.nvdec_sessions,
             device_policy="cpu" if args.cpu else "spread",
             checkpoints=args.checkpoint, checkpoint_every=args.checkpoint_every,
+            motion=motion, events_paths=None if motion is None else [e for e, _ in files],
+            regions_paths=None if motion is None else [r for _, r in files],
             on_result=report, on_progress=show_progress if progress.enabled else None)
         progress.close()
         elapsed = time.perf_counter() - started

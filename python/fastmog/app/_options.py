@@ -276,7 +276,8 @@ def _add_motion_options(p):
         f"(one starts after {d['min_event_frames']} frames over the threshold and ends after "
         f"{d['gap_frames']} below it; a frame whose foreground passes "
         f"{d['light_switch']:g} of the whole is a light switch, not motion). The summary "
-        "lists the events. One source only.")
+        "lists the events. With several sources each source has its own motion step, "
+        "with the same zones and options.")
     m.add_argument("--zones", type=pathlib.Path, metavar="FILE",
                    help="JSON list of zones, each a polygon [[x, y], ...] or "
                         "{\"name\": ..., \"polygon\": [...]} or {\"polygons\": [[...], ...]}, "
@@ -293,11 +294,12 @@ def _add_motion_options(p):
                         f"pixels is foreground (default: {d['threshold']:g})")
     m.add_argument("--events", type=pathlib.Path, metavar="PATH",
                    help="write the events as JSON lines, one per event: zone, frames, "
-                        "times, peak score, box (default: none)")
+                        "times, peak score, box; with several sources a folder, with one "
+                        "NAME.jsonl per source (default: none)")
     m.add_argument("--regions", type=pathlib.Path, metavar="PATH",
                    help="write one JSON line per frame: foreground fraction, and for each "
-                        "zone its score, motion and regions [x, y, w, h, area] (default: "
-                        "none)")
+                        "zone its score, motion and regions [x, y, w, h, area]; with several "
+                        "sources a folder, as --events (default: none)")
 
 
 def distributed(args):

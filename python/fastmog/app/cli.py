@@ -98,8 +98,9 @@ def run(args):
         if resumed is not None:
             resumed.check_source(source.shape, None if live else source.expected
                                  if source.expected is not None else source.count)
-        motion = (_motion.MotionStep(args, zones, source.shape, source.fps, first,
-                                     on_gpu=on_gpu, timer=timer)
+        motion = (_motion.MotionStep(_motion.MotionOptions.from_args(args, zones),
+                                     source.shape, source.fps, first, on_gpu=on_gpu,
+                                     timer=timer, events=args.events, regions=args.regions)
                   if _motion.wanted(args) else None)
         if resumed is not None:
             sub = resumed.subtractor(on_gpu, streams[1] if on_gpu else None)
