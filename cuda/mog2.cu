@@ -66,7 +66,7 @@ __device__ __forceinline__ void load_pixel(const fm_mog2_model &model, int n_mix
 // of the modes its first loop visits (this is that loop without its writes,
 // the same floats in the same order, so it stops at the same mode), and of
 // every mode in use when the shadow test may walk them afterwards.
-template <int C, int M>
+template <int C, int M, bool kEager>
 __device__ __forceinline__ void load_visited(const fm_mog2_params &p, const fm_mog2_rates &r,
                                              const float *x, const fm_mog2_model &model,
                                              size_t i, Pixel<C, M> &px)
@@ -74,6 +74,28 @@ __device__ __forceinline__ void load_visited(const fm_mog2_params &p, const fm_m
     float wsum = 0.0f;
     int n = px.nmodes;
     int fitted = 0, background = 0;
+    // A sample that does not fit mode 0 visits further modes, and unless it
+    // fits one of them it is not background and the shadow test walks them
+    // all: their loads are issued together now, so the warp waits on memory
+    // once, not once per mode visited (Nsight Compute: the kernel waits on
+    // these loads). A sample that fits mode 0 needs no other mode when it is
+    // background there too, as it is with the fit threshold below the
+    // background one (the defaults); otherwise the shadow test's loads below
+    // still fetch them.
+    if (kEager && n > 1) {
+        float dist2 = 0.0f;
+#pragma unroll
+        for (int c = 0; c < C; ++c) {
+            float d = px.mean[c] - x[c];
+            dist2 += d * d;
+        }
+        if (!(dist2 < p.var_threshold_gen * px.variance[0])) {
+#pragma unroll
+            for (int m = 1; m < M; ++m)
+                if (m < n && !(px.valid >> m & 1u))
+                    load_mode(model, i, m, px);
+        }
+    }
 #pragma unroll
     for (int m = 0; m < M; ++m) {
         if (m >= n)
@@ -109,7 +131,7 @@ __device__ __forceinline__ void load_visited(const fm_mog2_params &p, const fm_m
     }
 }
 
-template <int C, int M, typename T>
+template <int C, int M, typename T, bool kEager>
 __device__ __forceinline__ void update_pixel(const fm_mog2_params &p, const fm_mog2_frame_io &io,
                                              const fm_mog2_model &model, int x, int y, size_t i,
                                              Pixel<C, M> &px)
@@ -127,7 +149,7 @@ __device__ __forceinline__ void update_pixel(const fm_mog2_params &p, const fm_m
 #pragma unroll
     for (int c = 0; c < C; ++c)
         sample[c] = (float)row[(size_t)x * C + c];  // exact for uint8
-    load_visited(p, io.rates, sample, model, i, px);
+    load_visited<C, M, kEager>(p, io.rates, sample, model, i, px);
     unsigned char nmodes = (unsigned char)px.nmodes;
     *mask = fm_mog2_update_pixel(&p, &io.rates, sample, C, 0, px.weight, px.variance, px.mean,
                                  1, &nmodes, &px.changed, M);
@@ -157,8 +179,11 @@ __device__ __forceinline__ void store_pixel(const fm_mog2_model &model, size_t i
 }
 
 // One pixel through `count` consecutive frames: its state is read once,
-// updated once per frame in registers, and written once.
-template <int C, int M, typename T>
+// updated once per frame in registers, and written once. kEager: load_visited
+// issues the loads of a sample that misses mode 0 at once; a pass over K
+// frames, whose later frames find most modes in registers, ran slower with it
+// (more registers spilled; cuda/MOG2_NOTES.md, v9).
+template <int C, int M, typename T, bool kEager = true>
 __device__ __forceinline__ void run_pixel(const fm_mog2_params &p, const fm_mog2_model &model,
                                           const fm_mog2_frame_io *frames, int count, int x, int y)
 {
@@ -166,7 +191,7 @@ __device__ __forceinline__ void run_pixel(const fm_mog2_params &p, const fm_mog2
     Pixel<C, M> px;
     load_pixel(model, min(p.n_mixtures, model.n_mixtures), i, px);
     for (int f = 0; f < count; ++f)
-        update_pixel<C, M, T>(p, frames[f], model, x, y, i, px);
+        update_pixel<C, M, T, kEager>(p, frames[f], model, x, y, i, px);
     store_pixel(model, i, px);
 }
 
@@ -209,7 +234,7 @@ mog2_apply_kernel(fm_mog2_params params, fm_mog2_model model, const __grid_const
     const int y = blockIdx.y * blockDim.y + threadIdx.y;
     if (x >= model.width || y >= model.height)
         return;
-    run_pixel<C, M, T>(params, model, pass.frame, N == 1 ? 1 : pass.count, x, y);
+    run_pixel<C, M, T, N == 1>(params, model, pass.frame, N == 1 ? 1 : pass.count, x, y);
 }
 
 struct CameraTable {
