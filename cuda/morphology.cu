@@ -67,11 +67,48 @@ __device__ __forceinline__ uint32_t load4(const unsigned char *row, int x, int w
     return v;
 }
 
+/* One word's minimum or maximum over the element's runs: rows `row0 + dy`
+ * of `tile` (row_words a row), bytes from `at0 + dx` on; at0 is a multiple
+ * of 4. A run's windows are the words of its row shifted by whole bytes
+ * (__byte_perm). Rect3, the 3x3 rectangle (the motion detector's default):
+ * the runs are known at compile time, so the shifts are constants and the
+ * three words of each row are read once; the generic loops cost about four
+ * times its instructions (a pass took as long as both passes fused). */
+template <bool Dilate, bool Binary, bool Rect3>
+__device__ __forceinline__ uint32_t over_element(const uint32_t *tile, int row_words, int row0,
+                                                 int at0, const fm_morph_element &element)
+{
+    uint32_t acc = Dilate ? 0u : 0xffffffffu;
+    if constexpr (Rect3) {
+        const int w = at0 >> 2;
+#pragma unroll
+        for (int dy = -1; dy <= 1; ++dy) {
+            const uint32_t *row = tile + (row0 + dy) * row_words;
+            const uint32_t left = row[w - 1], mid = row[w], right = row[w + 1];
+            acc = pick4<Dilate, Binary>(acc, __byte_perm(left, mid, 0x6543));
+            acc = pick4<Dilate, Binary>(acc, mid);
+            acc = pick4<Dilate, Binary>(acc, __byte_perm(mid, right, 0x4321));
+        }
+    }
+    else {
+        for (int r = 0; r < element.n_runs; ++r) {
+            const uint32_t *row = tile + (row0 + element.dy[r]) * row_words;
+            const int first = at0 + element.dx[r];
+            for (int i = 0; i < element.len[r]; ++i) {
+                const int at = first + i;
+                acc = pick4<Dilate, Binary>(
+                    acc, __byte_perm(row[at >> 2], row[(at >> 2) + 1], 0x3210 + 0x1111 * (at & 3)));
+            }
+        }
+    }
+    return acc;
+}
+
 /* The halo is the element's reach rounded up to whole words, not the
  * largest element's: a 3x3 element loads about 1.2 bytes per output byte.
  * A run's windows are the words of its row shifted by whole bytes
  * (__byte_perm); the shift is the same for every thread of the block. */
-template <bool Dilate, bool Binary, int N>
+template <bool Dilate, bool Binary, int N, bool Rect3>
 __global__ void morphology_kernel(const __grid_constant__ image_set<N> set, int width,
                                   int height, fm_morph_element element, int reach_y,
                                   int halo_words, int binarize, int aligned)
@@ -104,16 +141,8 @@ __global__ void morphology_kernel(const __grid_constant__ image_set<N> set, int 
         const int y = (int)(blockIdx.y * kTileH) + ly;
         if (y >= height)
             return;
-        uint32_t acc = neutral;
-        for (int r = 0; r < element.n_runs; ++r) {
-            const uint32_t *row = tile + (ly + reach_y + element.dy[r]) * row_words;
-            const int first = 4 * (halo_words + (int)threadIdx.x) + element.dx[r];
-            for (int i = 0; i < element.len[r]; ++i) {
-                const int at = first + i, shift = at & 3;
-                acc = pick4<Dilate, Binary>(
-                    acc, __byte_perm(row[at >> 2], row[(at >> 2) + 1], 0x3210 + 0x1111 * shift));
-            }
-        }
+        const uint32_t acc = over_element<Dilate, Binary, Rect3>(
+            tile, row_words, ly + reach_y, 4 * (halo_words + (int)threadIdx.x), element);
         unsigned char *out = dst + (size_t)y * dst_pitch;
         if (aligned && x + 3 < width) {
             *reinterpret_cast<uint32_t *>(out + x) = acc;
@@ -121,6 +150,74 @@ __global__ void morphology_kernel(const __grid_constant__ image_set<N> set, int 
         else {
             for (int k = 0; k < 4 && x + k < width; ++k)
                 out[x + k] = (unsigned char)(acc >> (8 * k));
+        }
+    }
+}
+
+/* The opening (DilateFirst false) or closing of a tile in one block: the
+ * input with the halo both passes reach, then the first pass over the tile
+ * and the halo the second reads (pixels outside the image take the second
+ * pass's neutral value, as a second launch would see them), then the
+ * second pass. Tile coordinates as morphology_kernel's, the halo twice as
+ * deep: the mask is read and written once, not twice. */
+template <bool DilateFirst, bool Binary, int N, bool Rect3>
+__global__ void morphology_pair_kernel(const __grid_constant__ image_set<N> set, int width,
+                                       int height, fm_morph_element element, int reach_y,
+                                       int halo_words, int binarize, int aligned)
+{
+    extern __shared__ uint32_t smem[];
+    const unsigned char *__restrict__ src = set.src[blockIdx.z];
+    unsigned char *__restrict__ dst = set.dst[blockIdx.z];
+    const size_t src_pitch = set.src_pitch[blockIdx.z], dst_pitch = set.dst_pitch[blockIdx.z];
+    const uint32_t first_neutral = DilateFirst ? 0u : 0xffffffffu;
+    const uint32_t second_neutral = ~first_neutral;
+    const int in_words = kTileW / 4 + 4 * halo_words, in_rows = kTileH + 4 * reach_y;
+    const int mid_words = kTileW / 4 + 2 * halo_words, mid_rows = kTileH + 2 * reach_y;
+    uint32_t *in = smem;                                /* + 1: the last window's word */
+    uint32_t *mid = smem + in_rows * in_words + 1;
+    const int x0 = (int)blockIdx.x * kTileW, y0 = (int)blockIdx.y * kTileH;
+    const int tid = (int)(threadIdx.y * blockDim.x + threadIdx.x);
+    const int threads = (int)(blockDim.x * blockDim.y);
+#pragma unroll 4
+    for (int i = tid; i < in_rows * in_words; i += threads) {
+        const int t = i / in_words, y = y0 - 2 * reach_y + t;
+        in[i] = y >= 0 && y < height
+                    ? load4<DilateFirst>(src + (size_t)y * src_pitch,
+                                         x0 - 8 * halo_words + 4 * (i - t * in_words), width,
+                                         binarize, aligned != 0)
+                    : first_neutral;
+    }
+    __syncthreads();
+    for (int i = tid; i < mid_rows * mid_words; i += threads) {
+        const int r = i / mid_words, w = i - r * mid_words;
+        const int y = y0 - reach_y + r, x = x0 - 4 * halo_words + 4 * w;
+        uint32_t acc = second_neutral;
+        if (y >= 0 && y < height && x + 3 >= 0 && x < width) {
+            acc = over_element<DilateFirst, Binary, Rect3>(in, in_words, r + reach_y,
+                                                           4 * (w + halo_words), element);
+            for (int b = 0; b < 4; ++b)
+                if (x + b < 0 || x + b >= width)
+                    acc = (acc & ~(0xffu << (8 * b))) | (second_neutral & (0xffu << (8 * b)));
+        }
+        mid[i] = acc;
+    }
+    __syncthreads();
+    const int x = x0 + 4 * (int)threadIdx.x;
+    if (x >= width)
+        return;
+    for (int ly = (int)threadIdx.y; ly < kTileH; ly += (int)blockDim.y) {
+        const int y = y0 + ly;
+        if (y >= height)
+            return;
+        const uint32_t acc = over_element<!DilateFirst, Binary, Rect3>(
+            mid, mid_words, ly + reach_y, 4 * (halo_words + (int)threadIdx.x), element);
+        unsigned char *out = dst + (size_t)y * dst_pitch;
+        if (aligned && x + 3 < width) {
+            *reinterpret_cast<uint32_t *>(out + x) = acc;
+        }
+        else {
+            for (int b = 0; b < 4 && x + b < width; ++b)
+                out[x + b] = (unsigned char)(acc >> (8 * b));
         }
     }
 }
@@ -134,6 +231,18 @@ bool is_u8_plane(const fm_image &im)
 bool word_aligned(const fm_image &im)
 {
     return reinterpret_cast<uintptr_t>(im.data) % 4 == 0 && im.pitch % 4 == 0;
+}
+
+/* Whether the element is the 3x3 rectangle: three runs of 3 from column -1,
+ * in rows -1, 0 and 1. */
+bool is_rect3(const fm_morph_element &e)
+{
+    if (e.n_runs != 3)
+        return false;
+    for (int r = 0; r < 3; ++r)
+        if (e.dy[r] != r - 1 || e.dx[r] != -1 || e.len[r] != 3)
+            return false;
+    return true;
 }
 
 /* Whether the element's runs lie within the largest element, and how far
@@ -154,8 +263,9 @@ bool runs_fit(const fm_morph_element &e, int *reach_x, int *reach_y)
     return true;
 }
 
-/* Queues one pass over `count` (<= N) images. */
-template <bool Dilate, bool Binary, int N>
+/* Queues one pass over `count` (<= N) images, or with Pair both passes of
+ * an opening (Dilate false) or closing. */
+template <bool Dilate, bool Binary, int N, bool Pair>
 cudaError_t launch_set(const fm_image *src, const fm_image *dst, int count,
                        const fm_morph_element &element, int reach_x, int reach_y,
                        int binarize, cudaStream_t stream)
@@ -175,25 +285,76 @@ cudaError_t launch_set(const fm_image *src, const fm_image *dst, int count,
     /* at most (32 + 30) x (32 + 8) words, and one the last window reads past */
     const size_t shared =
         ((size_t)(kTileH + 2 * reach_y) * (size_t)(kTileW / 4 + 2 * halo_words) + 1) * 4;
-    morphology_kernel<Dilate, Binary, N><<<grid, kBlock, shared, stream>>>(
-        set, width, height, element, reach_y, halo_words, binarize, aligned);
+    const bool rect3 = is_rect3(element);
+    if constexpr (Pair) {
+        /* the input's tile with twice the halo, then the first pass's */
+        const size_t input =
+            ((size_t)(kTileH + 4 * reach_y) * (size_t)(kTileW / 4 + 4 * halo_words) + 1) * 4;
+        auto kernel = rect3 ? morphology_pair_kernel<Dilate, Binary, N, true>
+                            : morphology_pair_kernel<Dilate, Binary, N, false>;
+        kernel<<<grid, kBlock, input + shared, stream>>>(set, width, height, element, reach_y,
+                                                         halo_words, binarize, aligned);
+    }
+    else {
+        auto kernel = rect3 ? morphology_kernel<Dilate, Binary, N, true>
+                            : morphology_kernel<Dilate, Binary, N, false>;
+        kernel<<<grid, kBlock, shared, stream>>>(set, width, height, element, reach_y,
+                                                 halo_words, binarize, aligned);
+    }
     return cudaGetLastError();
 }
 
-template <int N>
+template <int N, bool Pair>
 cudaError_t launch_any(const fm_image *src, const fm_image *dst, int count,
                        const fm_morph_element &element, int reach_x, int reach_y, int dilate,
                        int binarize, int binary, cudaStream_t stream)
 {
     if (dilate)
-        return binary ? launch_set<true, true, N>(src, dst, count, element, reach_x, reach_y,
-                                                  binarize, stream)
-                      : launch_set<true, false, N>(src, dst, count, element, reach_x, reach_y,
-                                                   binarize, stream);
-    return binary ? launch_set<false, true, N>(src, dst, count, element, reach_x, reach_y,
-                                               binarize, stream)
-                  : launch_set<false, false, N>(src, dst, count, element, reach_x, reach_y,
-                                                binarize, stream);
+        return binary ? launch_set<true, true, N, Pair>(src, dst, count, element, reach_x,
+                                                        reach_y, binarize, stream)
+                      : launch_set<true, false, N, Pair>(src, dst, count, element, reach_x,
+                                                         reach_y, binarize, stream);
+    return binary ? launch_set<false, true, N, Pair>(src, dst, count, element, reach_x, reach_y,
+                                                     binarize, stream)
+                  : launch_set<false, false, N, Pair>(src, dst, count, element, reach_x,
+                                                      reach_y, binarize, stream);
+}
+
+/* Checks what both launchers take; the element's reach. */
+bool valid_call(const fm_image *src, const fm_image *dst, int count,
+                const fm_morph_element *element, int binarize, int *reach_x, int *reach_y)
+{
+    if (src == nullptr || dst == nullptr || count < 1 || element == nullptr
+        || !runs_fit(*element, reach_x, reach_y) || binarize > 255 || src[0].width <= 0
+        || src[0].height <= 0 || fm_div_up((unsigned)src[0].height, kTileH) > 65535u)
+        return false;
+    for (int k = 0; k < count; ++k)
+        if (!is_u8_plane(src[k]) || !is_u8_plane(dst[k]) || src[k].width != src[0].width
+            || src[k].height != src[0].height || dst[k].width != src[0].width
+            || dst[k].height != src[0].height)
+            return false;
+    return true;
+}
+
+/* One launch per set of kSetMax images (one image: the small parameter block). */
+template <bool Pair>
+cudaError_t launch_all(const fm_image *src, const fm_image *dst, int count,
+                       const fm_morph_element &element, int reach_x, int reach_y, int dilate,
+                       int binarize, int binary, cudaStream_t stream)
+{
+    binary = binary || binarize >= 0;
+    if (count == 1)
+        return launch_any<1, Pair>(src, dst, 1, element, reach_x, reach_y, dilate, binarize,
+                                   binary, stream);
+    for (int first = 0; first < count; first += kSetMax) {
+        cudaError_t err = launch_any<kSetMax, Pair>(src + first, dst + first,
+                                                    min(kSetMax, count - first), element,
+                                                    reach_x, reach_y, dilate, binarize, binary,
+                                                    stream);
+        if (err != cudaSuccess)
+            return err;
+    }
+    return cudaSuccess;
 }
 
 }  // namespace
@@ -203,26 +364,28 @@ extern "C" cudaError_t fm_launch_morphology(const fm_image *src, const fm_image 
                                             int binarize, int binary, cudaStream_t stream)
 {
     int reach_x, reach_y;
-    if (src == nullptr || dst == nullptr || count < 1 || element == nullptr
-        || !runs_fit(*element, &reach_x, &reach_y) || binarize > 255 || src[0].width <= 0
-        || src[0].height <= 0 || fm_div_up((unsigned)src[0].height, kTileH) > 65535u)
+    if (!valid_call(src, dst, count, element, binarize, &reach_x, &reach_y))
         return cudaErrorInvalidValue;
-    for (int k = 0; k < count; ++k)
-        if (!is_u8_plane(src[k]) || !is_u8_plane(dst[k]) || src[k].width != src[0].width
-            || src[k].height != src[0].height || dst[k].width != src[0].width
-            || dst[k].height != src[0].height)
-            return cudaErrorInvalidValue;
-    binary = binary || binarize >= 0;
-    /* one image: the small parameter block; more: sets of kSetMax */
-    if (count == 1)
-        return launch_any<1>(src, dst, 1, *element, reach_x, reach_y, dilate, binarize, binary,
-                             stream);
-    for (int first = 0; first < count; first += kSetMax) {
-        cudaError_t err = launch_any<kSetMax>(src + first, dst + first,
-                                              min(kSetMax, count - first), *element, reach_x,
-                                              reach_y, dilate, binarize, binary, stream);
-        if (err != cudaSuccess)
-            return err;
-    }
-    return cudaSuccess;
+    return launch_all<false>(src, dst, count, *element, reach_x, reach_y, dilate, binarize,
+                             binary, stream);
+}
+
+extern "C" int fm_morphology_pair_fits(const fm_morph_element *element)
+{
+    int reach_x, reach_y;
+    return element != nullptr && runs_fit(*element, &reach_x, &reach_y)
+           && reach_x <= FM_MORPH_PAIR_MAX_REACH && reach_y <= FM_MORPH_PAIR_MAX_REACH;
+}
+
+extern "C" cudaError_t fm_launch_morphology_pair(const fm_image *src, const fm_image *dst,
+                                                 int count, const fm_morph_element *element,
+                                                 int dilate_first, int binarize, int binary,
+                                                 cudaStream_t stream)
+{
+    int reach_x, reach_y;
+    if (!valid_call(src, dst, count, element, binarize, &reach_x, &reach_y)
+        || !fm_morphology_pair_fits(element))
+        return cudaErrorInvalidValue;
+    return launch_all<true>(src, dst, count, *element, reach_x, reach_y, dilate_first,
+                            binarize, binary, stream);
 }

@@ -15,6 +15,9 @@
 
 /* The largest element side; an element reaches at most half of it each way. */
 #define FM_MORPH_MAX_SIDE 31
+/* The farthest an element reaches for the one-launch opening and closing
+ * (elements up to 5x5): deeper halos would cost more than a second pass. */
+#define FM_MORPH_PAIR_MAX_REACH 2
 /* Runs of an element: at most (side + 1) / 2 in each of its rows. */
 #define FM_MORPH_MAX_RUNS (FM_MORPH_MAX_SIDE * ((FM_MORPH_MAX_SIDE + 1) / 2))
 
@@ -49,6 +52,23 @@ extern "C" {
 cudaError_t fm_launch_morphology(const fm_image *src, const fm_image *dst, int count,
                                  const fm_morph_element *element, int dilate, int binarize,
                                  int binary, cudaStream_t stream);
+
+/* Whether fm_launch_morphology_pair takes this element: one whose runs
+ * reach at most FM_MORPH_PAIR_MAX_REACH pixels from the anchor each way. */
+int fm_morphology_pair_fits(const fm_morph_element *element);
+
+/*
+ * dst[k] = the opening (dilate_first = 0: erosion, then dilation) or the
+ * closing (dilation, then erosion) of src[k] with the element, both passes
+ * in one launch: exactly what two fm_launch_morphology calls give through
+ * an intermediate image, whose pixels outside the image are the second
+ * pass's neutral value. The rules of fm_launch_morphology; binarize applies
+ * to the first pass. cudaErrorInvalidValue, nothing queued, for an element
+ * that fm_morphology_pair_fits refuses.
+ */
+cudaError_t fm_launch_morphology_pair(const fm_image *src, const fm_image *dst, int count,
+                                      const fm_morph_element *element, int dilate_first,
+                                      int binarize, int binary, cudaStream_t stream);
 
 #ifdef __cplusplus
 }

@@ -77,15 +77,31 @@ static int overlap(const fm_image *a, const fm_image *b)
     return a0 < b1 && b0 < a1;
 }
 
-/* The passes over `count` images, src[k] to last[k] through scratch[k]:
- * pass k writes `last` when an even number of passes follow it and
- * `scratch` otherwise, so that no pass writes what it reads. `call` hears
- * when the first pass is submitted. */
+/* The launches an op takes: an opening or closing once, with an element of
+ * up to 5x5, is one launch of both passes (the detector's default, open 3x3:
+ * the mask is read and written once, not twice). */
+static int launches(int op, int iterations, const fm_morph_element *e)
+{
+    if (op >= OP_OPEN && iterations == 1 && fm_morphology_pair_fits(e))
+        return 1;
+    return op <= OP_DILATE ? iterations : 2 * iterations;
+}
+
+/* The passes over `count` images, src[k] to last[k] through scratch[k]
+ * (unused with one launch): pass k writes `last` when an even number of
+ * passes follow it and `scratch` otherwise, so that no pass writes what it
+ * reads. `call` hears when the first pass is submitted. */
 static cudaError_t queue_passes(const fm_image *src, const fm_image *last,
                                 const fm_image *scratch, int count, const fm_morph_element *e,
                                 int op, int iterations, int binarize, cudaStream_t stream,
                                 fm_call *call)
 {
+    if (launches(op, iterations, e) == 1 && op >= OP_OPEN) {
+        cudaError_t err = fm_launch_morphology_pair(src, last, count, e, op == OP_CLOSE,
+                                                    binarize, binarize >= 0, stream);
+        fm_call_gpu_submitted(call);
+        return err;
+    }
     const int passes = op <= OP_DILATE ? iterations : 2 * iterations;
     const fm_image *from = src;
     for (int k = 0; k < passes; ++k) {
@@ -167,7 +183,7 @@ static PyObject *morphology(PyObject *module, PyObject *args, PyObject *kwargs)
         goto done;
     fm_image mi = fm_gpumat_image(mask), oi = fm_gpumat_image(out);
     const int in_place = overlap(&mi, &oi);
-    const int passes = op <= OP_DILATE ? iterations : 2 * iterations;
+    const int passes = launches(op, iterations, &element);
     /* from fastmog's pool: a call's scratch comes back to it afterwards */
     if ((passes > 1 && (scratch = fm_gpumat_new(st, stream->device, &shape)) == NULL)
         || (in_place && (result = fm_gpumat_new(st, stream->device, &shape)) == NULL))
@@ -277,7 +293,7 @@ static PyObject *morphology_images(PyObject *module, PyObject *args, PyObject *k
     call_begun = 1;
     if (fm_device_enter(st, stream->device, &guard) < 0)
         goto out;
-    const int count = (int)n, passes = op <= OP_DILATE ? iterations : 2 * iterations;
+    const int count = (int)n, passes = launches(op, iterations, &element);
     if ((out = fm_gpumat_out(st, out_arg, &out_rule, stream->device, &shape)) == NULL
         || (views = PyMem_Calloc(3 * (size_t)count, sizeof *views)) == NULL
         || (passes > 1 && (scratch = fm_gpumat_new(st, stream->device, &shape)) == NULL)) {

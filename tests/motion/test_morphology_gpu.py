@@ -71,6 +71,29 @@ def test_views_that_start_between_words(rng, stream):
                                           fastmog.cpu.morphology(binary, op, 3))
 
 
+def test_small_openings_and_closings_read_and_write_the_mask_once(rng, stream):
+    # up to 5x5, once: both passes in one launch (the timer counts the bytes
+    # the GPU work moves); larger elements or more iterations: pass by pass.
+    # Equal to the host either way, at the borders of odd sizes too
+    mask = np.where(rng.random((45, 77)) < 0.5, 255, 0).astype(np.uint8)
+    mask[rng.random(mask.shape) < 0.1] = 127
+    dev = fastmog.GpuMat.from_array(mask, stream=stream)
+    for op in ("open", "close"):
+        for kernel, iterations, passes in ((3, 1, 1), ((5, 1), 1, 1), ((3, 5), 1, 1),
+                                           (5, 1, 1), (7, 1, 2), (3, 2, 4)):
+            for foreground in (None, 255):
+                t = fastmog.Timer(nvtx=False)
+                got = fastmog.morphology(dev, op, kernel, iterations=iterations, timer=t,
+                                         stream=stream, foreground=foreground)
+                host = mask if foreground is None else np.where(mask == 255, 255, 0).astype(np.uint8)
+                np.testing.assert_array_equal(
+                    got.download(stream=stream),
+                    fastmog.cpu.morphology(host, op, kernel, iterations=iterations),
+                    err_msg=f"{op} {kernel} x{iterations} foreground {foreground}")
+                record, = [r for r in t.records if r.name == "morphology"]
+                assert (record.bytes_read, record.bytes_written) == (passes * mask.size,) * 2
+
+
 def test_4k_mask_of_the_subtractor(rng, stream):
     frame = rng.integers(0, 256, (2160, 3840), dtype=np.uint8)
     sub = fastmog.BackgroundSubtractorMOG2()
@@ -109,12 +132,14 @@ def test_a_stack_is_each_masks_own_morphology(rng, stream, op):
                  for _ in range(n)]
         for m in masks:
             m[0], m[-1] = 255, 0                  # what a shared border would spread
-        for kernel, shape in ((3, "rect"), ((5, 9), "ellipse"), (7, "cross")):
-            got = _stack_of(masks, stream, op, kernel, shape=shape, iterations=2)
+        for kernel, shape, iterations in ((3, "rect", 2), (3, "rect", 1), ((5, 3), "cross", 1),
+                                          ((5, 9), "ellipse", 2), (7, "cross", 2)):
+            got = _stack_of(masks, stream, op, kernel, shape=shape, iterations=iterations)
             for k, m in enumerate(masks):
-                want = fastmog.cpu.morphology(m, op, kernel, shape=shape, iterations=2)
+                want = fastmog.cpu.morphology(m, op, kernel, shape=shape, iterations=iterations)
                 np.testing.assert_array_equal(got[k * h:(k + 1) * h], want,
-                                              err_msg=f"{op} {kernel} {shape} mask {k} of {n}")
+                                              err_msg=f"{op} {kernel} {shape} x{iterations} "
+                                                      f"mask {k} of {n}")
 
 
 def test_a_stack_makes_masks_binary_into_a_given_stack(rng, stream):
