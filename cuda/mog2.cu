@@ -74,15 +74,18 @@ __device__ __forceinline__ void load_visited(const fm_mog2_params &p, const fm_m
     float wsum = 0.0f;
     int n = px.nmodes;
     int fitted = 0, background = 0;
-    // A sample that does not fit mode 0 visits further modes, and unless it
-    // fits one of them it is not background and the shadow test walks them
-    // all: their loads are issued together now, so the warp waits on memory
-    // once, not once per mode visited (Nsight Compute: the kernel waits on
-    // these loads). A sample that fits mode 0 needs no other mode when it is
-    // background there too, as it is with the fit threshold below the
-    // background one (the defaults); otherwise the shadow test's loads below
-    // still fetch them.
-    if (kEager && n > 1) {
+    // kEager: a sample that does not fit mode 0 visits further modes, and
+    // unless it fits one of them it is not background and the shadow test
+    // walks them all: their loads are issued together now, so the warp waits
+    // on memory once, not once per mode visited (Nsight Compute: the kernel
+    // waits on these loads), and nothing is left to find out. A sample that
+    // fits mode 0 and is background there (the update's own test at mode 0,
+    // where the weight before it is 0) reads no other mode. Only a sample
+    // that fits mode 0 without being background there (a fit threshold above
+    // the background one) goes through the walk below.
+    if (kEager) {
+        if (n == 0)
+            return;
         float dist2 = 0.0f;
 #pragma unroll
         for (int c = 0; c < C; ++c) {
@@ -94,7 +97,10 @@ __device__ __forceinline__ void load_visited(const fm_mog2_params &p, const fm_m
             for (int m = 1; m < M; ++m)
                 if (m < n && !(px.valid >> m & 1u))
                     load_mode(model, i, m, px);
+            return;
         }
+        if (wsum < p.background_ratio && dist2 < p.var_threshold * px.variance[0])
+            return;
     }
 #pragma unroll
     for (int m = 0; m < M; ++m) {
