@@ -3,9 +3,10 @@
  * outside the image) into shared memory as 32-bit words, then each thread
  * takes the minimum or maximum over the element's runs for 4 neighbouring
  * pixels at once (one word) in a column of the tile's rows; the grid's z is
- * the image, so many cameras' masks take one launch. Exact by construction:
- * only min and max of bytes (AND and OR where the bytes are 0 or 255). See
- * morphology_launch.h. */
+ * the image, so many cameras' masks take one launch. An opening or closing
+ * with an element up to 5x5 keeps its first pass in shared memory and
+ * makes both in one launch. Exact by construction: only min and max of
+ * bytes (AND and OR where the bytes are 0 or 255). See morphology_launch.h. */
 #include <stdint.h>
 
 #include "grid.h"
@@ -104,26 +105,15 @@ __device__ __forceinline__ uint32_t over_element(const uint32_t *tile, int row_w
     return acc;
 }
 
-/* The halo is the element's reach rounded up to whole words, not the
- * largest element's: a 3x3 element loads about 1.2 bytes per output byte.
- * A run's windows are the words of its row shifted by whole bytes
- * (__byte_perm); the shift is the same for every thread of the block. */
-template <bool Dilate, bool Binary, int N, bool Rect3>
-__global__ void morphology_kernel(const __grid_constant__ image_set<N> set, int width,
-                                  int height, fm_morph_element element, int reach_y,
-                                  int halo_words, int binarize, int aligned)
+/* A block's tile of `rows` x `row_words` words of the image from pixel
+ * (x0, y0) on: the neutral value outside the image (load4). Unrolled: a
+ * thread's loads are in flight together, not one by one. */
+template <bool Dilate>
+__device__ __forceinline__ void load_tile(uint32_t *tile, int rows, int row_words, int x0, int y0,
+                                          const unsigned char *src, size_t src_pitch, int width,
+                                          int height, int binarize, int aligned)
 {
-    extern __shared__ uint32_t tile[];
-    /* read where the launch put them (__grid_constant__), not copied */
-    const unsigned char *__restrict__ src = set.src[blockIdx.z];
-    unsigned char *__restrict__ dst = set.dst[blockIdx.z];
-    const size_t src_pitch = set.src_pitch[blockIdx.z], dst_pitch = set.dst_pitch[blockIdx.z];
-    const uint32_t neutral = Dilate ? 0u : 0xffffffffu;
-    const int row_words = kTileW / 4 + 2 * halo_words, rows = kTileH + 2 * reach_y;
-    const int x0 = (int)blockIdx.x * kTileW - 4 * halo_words;
-    const int y0 = (int)blockIdx.y * kTileH - reach_y;
     const int threads = (int)(blockDim.x * blockDim.y);
-    /* unrolled: a thread's loads are in flight together, not one by one */
 #pragma unroll 4
     for (int i = (int)(threadIdx.y * blockDim.x + threadIdx.x); i < rows * row_words;
          i += threads) {
@@ -131,9 +121,19 @@ __global__ void morphology_kernel(const __grid_constant__ image_set<N> set, int 
         tile[i] = y >= 0 && y < height
                       ? load4<Dilate>(src + (size_t)y * src_pitch, x0 + 4 * (i - t * row_words),
                                       width, binarize, aligned != 0)
-                      : neutral;
+                      : (Dilate ? 0u : 0xffffffffu);
     }
-    __syncthreads();
+}
+
+/* The block's kTileW x kTileH pixels of dst: each thread a word in a
+ * column of rows, over the element in `tile` (the tile's pixel (0, 0) at
+ * row reach_y, word halo_words). */
+template <bool Dilate, bool Binary, bool Rect3>
+__device__ __forceinline__ void write_tile(const uint32_t *tile, int row_words, int reach_y,
+                                           int halo_words, const fm_morph_element &element,
+                                           unsigned char *dst, size_t dst_pitch, int width,
+                                           int height, int aligned)
+{
     const int x = (int)(blockIdx.x * kTileW + 4 * threadIdx.x);
     if (x >= width)
         return;
@@ -154,6 +154,26 @@ __global__ void morphology_kernel(const __grid_constant__ image_set<N> set, int 
     }
 }
 
+/* One pass. The halo is the element's reach rounded up to whole words, not
+ * the largest element's: a 3x3 element loads about 1.2 bytes per output
+ * byte. The image set is read where the launch put it (__grid_constant__),
+ * not copied. */
+template <bool Dilate, bool Binary, int N, bool Rect3>
+__global__ void morphology_kernel(const __grid_constant__ image_set<N> set, int width,
+                                  int height, fm_morph_element element, int reach_y,
+                                  int halo_words, int binarize, int aligned)
+{
+    extern __shared__ uint32_t tile[];
+    const int z = (int)blockIdx.z, row_words = kTileW / 4 + 2 * halo_words;
+    load_tile<Dilate>(tile, kTileH + 2 * reach_y, row_words,
+                      (int)blockIdx.x * kTileW - 4 * halo_words,
+                      (int)blockIdx.y * kTileH - reach_y, set.src[z], set.src_pitch[z], width,
+                      height, binarize, aligned);
+    __syncthreads();
+    write_tile<Dilate, Binary, Rect3>(tile, row_words, reach_y, halo_words, element, set.dst[z],
+                                      set.dst_pitch[z], width, height, aligned);
+}
+
 /* The opening (DilateFirst false) or closing of a tile in one block: the
  * input with the halo both passes reach, then the first pass over the tile
  * and the halo the second reads (pixels outside the image take the second
@@ -166,29 +186,18 @@ __global__ void morphology_pair_kernel(const __grid_constant__ image_set<N> set,
                                        int halo_words, int binarize, int aligned)
 {
     extern __shared__ uint32_t smem[];
-    const unsigned char *__restrict__ src = set.src[blockIdx.z];
-    unsigned char *__restrict__ dst = set.dst[blockIdx.z];
-    const size_t src_pitch = set.src_pitch[blockIdx.z], dst_pitch = set.dst_pitch[blockIdx.z];
-    const uint32_t first_neutral = DilateFirst ? 0u : 0xffffffffu;
-    const uint32_t second_neutral = ~first_neutral;
+    const int z = (int)blockIdx.z;
+    const uint32_t second_neutral = DilateFirst ? 0xffffffffu : 0u;
     const int in_words = kTileW / 4 + 4 * halo_words, in_rows = kTileH + 4 * reach_y;
     const int mid_words = kTileW / 4 + 2 * halo_words, mid_rows = kTileH + 2 * reach_y;
     uint32_t *in = smem;                                /* + 1: the last window's word */
     uint32_t *mid = smem + in_rows * in_words + 1;
     const int x0 = (int)blockIdx.x * kTileW, y0 = (int)blockIdx.y * kTileH;
-    const int tid = (int)(threadIdx.y * blockDim.x + threadIdx.x);
-    const int threads = (int)(blockDim.x * blockDim.y);
-#pragma unroll 4
-    for (int i = tid; i < in_rows * in_words; i += threads) {
-        const int t = i / in_words, y = y0 - 2 * reach_y + t;
-        in[i] = y >= 0 && y < height
-                    ? load4<DilateFirst>(src + (size_t)y * src_pitch,
-                                         x0 - 8 * halo_words + 4 * (i - t * in_words), width,
-                                         binarize, aligned != 0)
-                    : first_neutral;
-    }
+    load_tile<DilateFirst>(in, in_rows, in_words, x0 - 8 * halo_words, y0 - 2 * reach_y,
+                           set.src[z], set.src_pitch[z], width, height, binarize, aligned);
     __syncthreads();
-    for (int i = tid; i < mid_rows * mid_words; i += threads) {
+    for (int i = (int)(threadIdx.y * blockDim.x + threadIdx.x); i < mid_rows * mid_words;
+         i += (int)(blockDim.x * blockDim.y)) {
         const int r = i / mid_words, w = i - r * mid_words;
         const int y = y0 - reach_y + r, x = x0 - 4 * halo_words + 4 * w;
         uint32_t acc = second_neutral;
@@ -202,24 +211,9 @@ __global__ void morphology_pair_kernel(const __grid_constant__ image_set<N> set,
         mid[i] = acc;
     }
     __syncthreads();
-    const int x = x0 + 4 * (int)threadIdx.x;
-    if (x >= width)
-        return;
-    for (int ly = (int)threadIdx.y; ly < kTileH; ly += (int)blockDim.y) {
-        const int y = y0 + ly;
-        if (y >= height)
-            return;
-        const uint32_t acc = over_element<!DilateFirst, Binary, Rect3>(
-            mid, mid_words, ly + reach_y, 4 * (halo_words + (int)threadIdx.x), element);
-        unsigned char *out = dst + (size_t)y * dst_pitch;
-        if (aligned && x + 3 < width) {
-            *reinterpret_cast<uint32_t *>(out + x) = acc;
-        }
-        else {
-            for (int b = 0; b < 4 && x + b < width; ++b)
-                out[x + b] = (unsigned char)(acc >> (8 * b));
-        }
-    }
+    write_tile<!DilateFirst, Binary, Rect3>(mid, mid_words, reach_y, halo_words, element,
+                                            set.dst[z], set.dst_pitch[z], width, height,
+                                            aligned);
 }
 
 bool is_u8_plane(const fm_image &im)
