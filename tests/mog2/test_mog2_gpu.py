@@ -134,6 +134,34 @@ def test_cupy_and_torch_frames(rng, stream):
         assert np.array_equal(got, host.apply(frame))
 
 
+@pytest.mark.parametrize("channels", [1, 3])
+def test_a_fit_that_is_not_background_still_reads_every_mode(rng, stream, channels):
+    """The kernel reads a pixel's other modes only when its sample misses
+    mode 0, or fits it without being background there; the second happens
+    only with a fit threshold above the background one, or no background
+    weight (cuda/mog2.cu, load_visited). Those settings, with darker copies
+    of the scene for the shadow test that walks every mode, and with the
+    most modes the kernel allows: equal to the host, frame by frame."""
+    shape = (48, 64) if channels == 1 else (48, 64, 3)
+    base = random_image(rng, shape, np.uint8)
+    for kwargs in ({"var_threshold": 6.0, "var_threshold_gen": 20.0},
+                   {"background_ratio": 0.0},
+                   {"var_threshold": 4.0, "var_threshold_gen": 30.0, "n_mixtures": 7}):
+        gpu = fastmog.BackgroundSubtractorMOG2(**kwargs)
+        host = fastmog.cpu.BackgroundSubtractorMOG2(**kwargs)
+        seen = set()
+        for i in range(60):
+            frame = np.clip(base + rng.normal(0, 12, shape), 0, 255)
+            if i % 7 == 3:
+                frame *= 0.7                               # a shadow over everything
+            frame = frame.astype(np.uint8)
+            got = gpu.apply(frame, stream=stream).download(stream=stream)
+            want = host.apply(frame)
+            assert np.array_equal(got, want), (kwargs, i, int((got != want).sum()))
+            seen.update(np.unique(want).tolist())
+        assert {127, 255} <= seen, (kwargs, seen)       # the shadow test ran, both ways
+
+
 def test_settings_take_effect_at_next_apply(rng, stream):
     gpu = fastmog.BackgroundSubtractorMOG2()
     host = fastmog.cpu.BackgroundSubtractorMOG2()
