@@ -10,6 +10,7 @@ import pytest
 import fastmog
 from cli_helpers import masks_digest, run_in_process
 from fastmog.app import _dask, _loop, _multi, _sources, _writers, cli
+from fastmog._auto_batch import AutoBatch
 from fastmog.app._sources import SourceOptions
 
 cv2 = pytest.importorskip("cv2")
@@ -151,6 +152,27 @@ def test_a_dask_job_takes_batch_and_sessions_to_the_worker(clip, cli_digest, gpu
     assert result["digest"] == cli_digest
 
 
+def test_the_main_job_measures_its_batch_by_default(clip, gpu_stand_in, monkeypatch, capsys):
+    """Without --batch a file's host frames on a GPU go to the pipeline with
+    an AutoBatch, whose choice the summary states; --batch K is passed as
+    it is."""
+    seen = []
+
+    def recording_stages(sub, frames, streams, depth, batch, *rest):
+        seen.append(batch)
+        return host_stages(sub, frames, streams, depth, batch, *rest)
+
+    monkeypatch.setattr(fastmog._pipeline, "_stages", recording_stages)
+    r = run_in_process(capsys, clip)
+    assert r.returncode == 0, r.stderr
+    assert isinstance(seen[-1], AutoBatch)
+    # the stand-in times nothing, and the summary says so
+    assert ("fastmog: --batch auto: 1 frame a launch (the frames ended before the "
+            "measurement did)") in r.stdout
+    r = run_in_process(capsys, clip, "--batch", "2")
+    assert r.returncode == 0 and seen[-1] == 2 and "--batch auto" not in r.stdout
+
+
 def test_several_sources_pass_batch_and_sessions_on(clip, tmp_path, monkeypatch, capsys):
     """The main job with several sources hands its --batch and --nvdec-sessions
     to process_sources, whose Job carries them (no cluster started here)."""
@@ -177,7 +199,11 @@ def test_several_sources_pass_batch_and_sessions_on(clip, tmp_path, monkeypatch,
     capsys.readouterr()
     assert status == 0
     assert (asked["batch"], asked["nvdec_sessions"]) == (5, 3)
-    for bad in ({"batch": 0}, {"nvdec_sessions": 0}, {"batch": 2.0}, {"batch": True}):
+    assert cli.main([str(clip), str(other), "--workers", "1"]) == 0
+    capsys.readouterr()
+    assert asked["batch"] == "auto"              # the measured choice, as in a single run
+    for bad in ({"batch": 0}, {"nvdec_sessions": 0}, {"batch": 2.0}, {"batch": True},
+                {"batch": "fast"}):
         with pytest.raises(ValueError, match=next(iter(bad))):
             fastmog.process_sources([str(clip)], **bad)
 

@@ -5,6 +5,7 @@ import pytest
 
 import fastmog
 from conftest import random_image
+from fastmog._auto_batch import CANDIDATES, AutoBatch
 from fastmog.testing import convert, iter_frames
 
 pytestmark = pytest.mark.gpu
@@ -50,6 +51,33 @@ def test_batched_pipeline_equals_host_in_order(data_dir, streams, batch, depth):
     assert gpu.frame_count == host.frame_count == len(frames)
 
 
+@pytest.mark.parametrize("download, margin", [(True, None), (False, None), (True, 0.0)])
+def test_an_automatic_batch_times_its_launches_and_keeps_the_masks(data_dir, streams, download,
+                                                                     margin, monkeypatch):
+    """batch="auto" changes K between launches as it measures: the masks stay
+    the host's, in order, and the choice is made from launches it timed.
+    margin 0: no kernel is under the copies, so every K is tried."""
+    if margin is not None:
+        monkeypatch.setattr(fastmog._auto_batch, "MARGIN", margin)
+    frames = [convert(f, "grey", np.uint8) for f in iter_frames(data_dir, "CAVIAR2", 200)]
+    gpu = fastmog.BackgroundSubtractorMOG2()
+    host = fastmog.cpu.BackgroundSubtractorMOG2()
+    auto = AutoBatch()
+    compute = streams[1]
+    got = []
+    for m in fastmog._pipeline.pipeline(gpu, iter(frames), streams=streams, batch=auto,
+                                        download=download):
+        got.append(m.copy() if download else m.download(stream=compute))
+    assert len(got) == len(frames)
+    for i, (g, f) in enumerate(zip(got, frames)):
+        assert np.array_equal(g, host.apply(f)), f"frame {i}"
+    assert auto.chosen in CANDIDATES, auto.describe()
+    if margin == 0.0:
+        assert sorted(auto.kernel) == list(CANDIDATES)
+    assert auto.copies and all(t > 0 for t in auto.copies)
+    assert all(t > 0 for times in auto.kernel.values() for t in times)
+
+
 @pytest.mark.parametrize("batch, depth", [(1, 2), (4, 2)])
 def test_without_download_the_device_masks_are_handed_out(data_dir, streams, batch, depth):
     # Each device mask is copied on the compute stream, where the ring
@@ -82,7 +110,7 @@ def test_pipeline_rejects_bad_use(rng, streams):
         list(fastmog.pipeline(gpu, frames, streams=streams))
     with pytest.raises(TypeError, match="three"):
         list(fastmog.pipeline(gpu, frames, streams=streams[0]))
-    for batch in (0, 1.5, True):
+    for batch in (0, 1.5, True, "fast"):
         with pytest.raises(ValueError, match="batch"):
             list(fastmog.pipeline(gpu, frames, streams=streams, batch=batch))
 

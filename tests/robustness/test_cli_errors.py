@@ -57,6 +57,11 @@ def test_bad_option(capsys):
     assert "--size" in one_error_line(run_in_process(capsys, "--size", "huge"))
 
 
+@pytest.mark.parametrize("value", ["0", "fast", "2.5"])
+def test_bad_batch(capsys, value):
+    assert "--batch" in one_error_line(run_in_process(capsys, *SMALL, "--batch", value))
+
+
 def test_bad_parameter_is_named(capsys):
     line = one_error_line(run_in_process(capsys, *SMALL, "--n-mixtures", "12"))
     assert "--n-mixtures" in line

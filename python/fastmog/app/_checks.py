@@ -3,12 +3,16 @@ input, the device, the memory the frames will need, and the ground truth."""
 import os
 
 from .. import _diagnose, _fastmog
+from .._auto_batch import CANDIDATES
 from ..scoring import GroundTruth
 from . import _cvio
 from ._errors import UserError, shown
 from ._writers import LOSSLESS_VIDEO
 
-PIPELINE_DEPTH = 3
+# The overlapped pipeline's ring of slots. On the lent H200, 4 against 3: host
+# frames from pageable memory (a decoder's) 0.216-0.235 ms a 4K grey frame
+# against 0.270-0.281, pinned ones the same (benchmarks/MAIN_JOB_RESULTS.md).
+PIPELINE_DEPTH = 4
 
 
 def check_options(args, found):
@@ -80,7 +84,9 @@ def _available_host_memory():
 
 def memory_check(on_gpu, device, n_mixtures, batch=1):
     """check(shape, render=0) refuses frames whose model, buffers and (for the
-    built-in scene) rendering would not fit, before they are allocated."""
+    built-in scene) rendering would not fit, before they are allocated.
+    batch: a whole number, or "auto" (the ring holds the largest it tries)."""
+    batch = CANDIDATES[-1] if batch == "auto" else batch
 
     def check(shape, render=0):
         h, w = shape[:2]

@@ -97,7 +97,7 @@ class Job:
     device_policy: str
     read: _sources.SourceOptions
     progress: bool = False      # report frames done as "fastmog-progress" events
-    batch: int = 1              # host frames per MOG2 launch on a GPU (the main job's --batch)
+    batch: int | str = 1        # host frames per MOG2 launch on a GPU, or "auto" (--batch)
     checkpoint_every: int | None = None   # frames between a source's checkpoints
     motion: _motion.MotionOptions | None = None   # each source's motion step
 
@@ -129,7 +129,8 @@ def process_sources(sources, *, client=None, workers=None, out_dirs=None, mog2_k
     touched (check folders first: the main job refuses used ones).
     mog2_kwargs: BackgroundSubtractorMOG2 parameters (checked here first).
     grey, frames, decode, batch, nvdec_sessions: as the main job's --grey,
-    --frames, --decode, --batch (1 here unless given) and --nvdec-sessions.
+    --frames, --decode, --batch (1 here unless given; "auto" as the main job's
+    default) and --nvdec-sessions.
     device_policy: "spread" (a worker's slot modulo its GPU count), "first"
     (device 0: for clusters that give each worker its own CUDA_VISIBLE_DEVICES)
     or "cpu" (the host reference everywhere).
@@ -172,7 +173,7 @@ def process_sources(sources, *, client=None, workers=None, out_dirs=None, mog2_k
                          f"not {device_policy!r}")
     if decode not in ("auto", "nvdec", "cpu"):
         raise ValueError(f"decode must be 'auto', 'nvdec' or 'cpu', not {decode!r}")
-    for name, value in (("frames", frames), ("batch", batch),
+    for name, value in (("frames", frames), ("batch", None if batch == "auto" else batch),
                         ("nvdec_sessions", nvdec_sessions)):
         if value is not None and (isinstance(value, bool)
                                   or not isinstance(value, numbers.Integral) or value < 1):

@@ -15,6 +15,7 @@ import time
 import numpy as np
 
 from .. import _fastmog, _pipeline, cpu
+from .._auto_batch import CANDIDATES, AutoBatch
 from . import _signals
 from ._checks import PIPELINE_DEPTH
 
@@ -62,7 +63,7 @@ def process(sub, source, writer, *, streams, learning_rate=-1.0, batch=1, timer=
 
     streams: [] for the host reference, else (upload, compute, download) on
     sub's device, NVDEC's frames queued on compute. batch: host frames per
-    launch on the GPU. Ctrl-C, SIGTERM or SIGHUP (_signals) end the loop
+    launch on the GPU, or an AutoBatch (or "auto") that picks them. Ctrl-C, SIGTERM or SIGHUP (_signals) end the loop
     early (`interrupted`), keeping what was written.
 
     skip: the source's first frames are read and left out (a resumed run's);
@@ -145,10 +146,14 @@ def _masks(sub, source, streams, learning_rate, batch, timer, last, keep_last, s
 
 def _pipelined(sub, frames, streams, batch, learning_rate, timer, segment, download):
     """fastmog.pipeline's (host, device) masks of the frames, in segments of
-    `segment` frames when given (each drained before the next begins)."""
+    `segment` frames when given (each drained before the next begins; an
+    automatic batch is chosen once, over them all)."""
+    if batch == "auto":
+        batch = AutoBatch()
+
     def run(chunk):
-        return _pipeline._stages(sub, chunk, streams, 3, batch, learning_rate, False, timer,
-                                 download)
+        return _pipeline._stages(sub, chunk, streams, PIPELINE_DEPTH, batch, learning_rate,
+                                 False, timer, download)
 
     if segment is None:
         yield from run(frames)
@@ -166,7 +171,8 @@ def _host_frames(source, frames, batch):
     pinned ring buffer is passed as it is only when the ring outlasts the
     frames the pipeline keeps in flight (it uploads pinned frames
     asynchronously); otherwise copied."""
-    if source.reader is None or source.reader.depth > PIPELINE_DEPTH * batch:
+    most = batch if isinstance(batch, int) else CANDIDATES[-1]
+    if source.reader is None or source.reader.depth > PIPELINE_DEPTH * most:
         return frames
     return (np.array(f) for f in frames)
 

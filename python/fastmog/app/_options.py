@@ -22,13 +22,12 @@ and the summary printed).
 """
 
 
-# --batch for files; a live stream's is 1 (latency). Measured on an H100, the
-# built-in 4K grey scene, 3000 frames, three rounds: K = 1, 2 and 4 within
-# noise of each other (medians 4806, 4969 and 5009 frames/s), 8 and 16
-# slower (4124, 3656; --profile at K = 8: the uploads reach only 82 % of their
-# ceiling). 4 keeps half the kernel's time free for colour frames and slower
-# GPUs (benchmarks/MAIN_JOB_RESULTS.md).
-DEFAULT_BATCH = 4
+# --batch for files; a live stream's is 1 (latency). No one K is fastest: on
+# the lent H200 the built-in 4K grey scene (a kernel under the copies) ran
+# fastest at K = 1, while a busier scene's kernel is slower than the copies
+# unless batched. So the pipeline times its first launches and picks K
+# (fastmog._auto_batch; benchmarks/MAIN_JOB_RESULTS.md).
+DEFAULT_BATCH = "auto"
 
 
 def _size(text):
@@ -50,6 +49,10 @@ def _count(text, least=1):
     if value < least:
         raise argparse.ArgumentTypeError(f"expected a number of at least {least}, got {text!r}")
     return value
+
+
+def _batch(text):
+    return "auto" if text == "auto" else _count(text)
 
 
 def _seconds(text):
@@ -192,11 +195,13 @@ def build_parser():
                    help="NVDEC sessions decoding one video file at once, a closed GOP each "
                         "(one session uses one NVDEC engine); frames stay in order, and each "
                         "session holds up to two GOPs of frames in GPU memory (default: 1)")
-    p.add_argument("--batch", type=_count, default=None, metavar="K",
+    p.add_argument("--batch", type=_batch, default=None, metavar="K",
                    help="frames per MOG2 launch for host-decoded input on the GPU: the model "
                         "is read and written once per K frames, the masks are the same; "
-                        "masks come out K frames later (NVDEC frames go one by one) "
-                        f"(default: {DEFAULT_BATCH}; 1 for a live stream)")
+                        "masks come out K frames later (NVDEC frames go one by one); auto "
+                        "times the first launches and keeps the smallest of 1, 2, 4 and 8 "
+                        "whose kernel is faster than the copies (default: auto; 1 for a "
+                        "live stream)")
     p.add_argument("--open-timeout", type=_seconds, default=10.0, metavar="S",
                    help="a live stream that has not opened after S seconds ends the run "
                         "with one line (default: 10)")
