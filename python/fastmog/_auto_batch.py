@@ -26,10 +26,12 @@ class AutoBatch:
     """The pipeline's choice of K. It asks `batch` for its next launch's K and
     `timing` whether to time that launch, and hands every timed launch to
     `add` once its masks are out. `chosen` is None until the choice is made
-    (a short video may end first); `describe()` says why in one line."""
+    (a short video may end first); `describe()` says why in one line.
+    `largest` is the largest K asked for so far: the most frames a launch
+    may hold."""
 
     def __init__(self):
-        self.batch = CANDIDATES[0]
+        self.batch = self.largest = CANDIDATES[0]
         self.chosen = None
         self.kernel = {}              # K -> MOG2's kernel, ms a frame, per timed launch
         self.copies = []              # the slower copy stage, ms a frame, per timed launch
@@ -56,7 +58,7 @@ class AutoBatch:
         elif k == CANDIDATES[-1]:
             self.batch = self.chosen = min(self.kernel, key=self._median)
         else:
-            self.batch = CANDIDATES[CANDIDATES.index(k) + 1]
+            self.batch = self.largest = CANDIDATES[CANDIDATES.index(k) + 1]
 
     def _median(self, k):
         return statistics.median(self.kernel[k])

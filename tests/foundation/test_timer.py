@@ -166,8 +166,11 @@ def test_cprofile_lines_up_in_sync_mode(rng, stream):
     roots, _ = pa.Profile(t_async.records).host_causes()["GpuMat.download"]
     assert roots.get("BackgroundSubtractorMOG2.apply", 0.0) > 0.3 * sum(roots.values()), roots
     assert "BackgroundSubtractorMOG2.apply (" in t_async.report()
-    # with sync: cProfile's apply is the GPU's apply; download is just the copy
-    assert abs(synced["apply"] - apply_gpu) <= 0.1 * apply_gpu + overhead
+    # with sync: cProfile's apply holds the GPU's apply, not the download's
+    # copy; download is just the copy. The wake-up from each wait is on top:
+    # on a loaded host (the whole GPU tier, H200) it once added 0.25 ms to a
+    # 0.75 ms kernel, against 0.0 and -0.02 ms when the test ran alone.
+    assert 0.9 * apply_gpu <= synced["apply"] < apply_gpu + 0.5 * download_gpu + overhead
     assert synced["download"] < download_gpu + 0.2 * apply_gpu + overhead
 
 

@@ -230,3 +230,50 @@ def test_masks_left_on_the_gpu_need_a_gpu_path_and_still_close_everything():
         _loop.process(fastmog.cpu.BackgroundSubtractorMOG2(), Source(), Writer(), streams=[],
                       download=False)
     assert closed == ["writer", "source"]
+
+
+class RingSource:
+    """A source whose reader hands out a ring of `depth` buffers."""
+
+    def __init__(self, depth):
+        self.reader = type("Reader", (), {"depth": depth})()
+
+
+def passed_as_they_are(frames, handed):
+    return [h is f for f, h in zip(frames, handed)]
+
+
+def test_a_readers_ring_is_uploaded_as_it_is_only_while_it_outlasts_the_ring_of_slots():
+    frames = [np.full((4, 4), i, np.uint8) for i in range(6)]
+    deep = RingSource(_loop.PIPELINE_DEPTH + 1)
+    assert all(passed_as_they_are(frames, list(_loop._host_frames(deep, iter(frames), 1))))
+    copied = list(_loop._host_frames(deep, iter(frames), 2))
+    assert not any(passed_as_they_are(frames, copied))
+    assert all(np.array_equal(f, c) for f, c in zip(frames, copied))
+
+
+def test_an_automatic_batch_copies_a_readers_frames_from_its_first_larger_k_on():
+    frames = [np.full((4, 4), i, np.uint8) for i in range(6)]
+    auto = AutoBatch()
+    handed = []
+    for i, f in enumerate(_loop._host_frames(RingSource(_loop.PIPELINE_DEPTH + 1), iter(frames),
+                                             auto)):
+        handed.append(f)
+        if i == 2:
+            auto.batch = auto.largest = 2         # the measurement moved on to K = 2
+        if i == 4:
+            auto.batch = auto.chosen = 1          # and came back: the ring may still hold 2s
+    assert passed_as_they_are(frames, handed) == [True] * 3 + [False] * 3
+
+
+def test_the_main_job_reads_a_video_into_a_ring_deeper_than_its_slots(clip):
+    """One frame a launch (a live stream's, and a file's automatic batch when
+    the kernel is faster than the copies) passes the decoder's pinned frames
+    as they are: the ring must outlast the pipeline's slots."""
+    source = _sources.open_source(_sources.find_input(str(clip)), SourceOptions(decode="cpu"),
+                                  on_gpu=False, stream=None, timer=None,
+                                  check_memory=lambda *a, **k: None)
+    try:
+        assert source.reader.depth > _loop.PIPELINE_DEPTH * 1
+    finally:
+        source.close()

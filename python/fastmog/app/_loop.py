@@ -15,7 +15,7 @@ import time
 import numpy as np
 
 from .. import _fastmog, _pipeline, cpu
-from .._auto_batch import CANDIDATES, AutoBatch
+from .._auto_batch import AutoBatch
 from . import _signals
 from ._checks import PIPELINE_DEPTH
 
@@ -139,6 +139,8 @@ def _masks(sub, source, streams, learning_rate, batch, timer, last, keep_last, s
         return _device_masks(sub, frames, streams[1], learning_rate, timer, last, keep_last,
                              download)
     if streams:
+        if batch == "auto":
+            batch = AutoBatch()     # one choice over every segment
         host = (kept(f) for f in _host_frames(source, frames, batch))
         return _pipelined(sub, host, streams, batch, learning_rate, timer, segment, download)
     return ((sub.apply(kept(f), learning_rate, timer=timer), None) for f in frames)
@@ -148,9 +150,6 @@ def _pipelined(sub, frames, streams, batch, learning_rate, timer, segment, downl
     """fastmog.pipeline's (host, device) masks of the frames, in segments of
     `segment` frames when given (each drained before the next begins; an
     automatic batch is chosen once, over them all)."""
-    if batch == "auto":
-        batch = AutoBatch()
-
     def run(chunk):
         return _pipeline._stages(sub, chunk, streams, PIPELINE_DEPTH, batch, learning_rate,
                                  False, timer, download)
@@ -167,14 +166,18 @@ def _pipelined(sub, frames, streams, batch, learning_rate, timer, segment, downl
 
 
 def _host_frames(source, frames, batch):
-    """Host frames for a pipeline of `batch` frames per launch. A reader's
-    pinned ring buffer is passed as it is only when the ring outlasts the
-    frames the pipeline keeps in flight (it uploads pinned frames
-    asynchronously); otherwise copied."""
-    most = batch if isinstance(batch, int) else CANDIDATES[-1]
-    if source.reader is None or source.reader.depth > PIPELINE_DEPTH * most:
+    """Host frames for a pipeline of `batch` frames per launch (or an
+    AutoBatch's). A reader's pinned ring buffer is passed as it is only while
+    the ring outlasts the frames the pipeline keeps in flight (it uploads
+    pinned frames asynchronously); otherwise copied. An automatic batch only
+    grows while it measures, so each frame is judged by the largest K asked
+    for yet: once a frame is copied, every later one is."""
+    if source.reader is None:
         return frames
-    return (np.array(f) for f in frames)
+    depth = source.reader.depth
+    if isinstance(batch, int):
+        return frames if depth > PIPELINE_DEPTH * batch else (np.array(f) for f in frames)
+    return (f if depth > PIPELINE_DEPTH * batch.largest else np.array(f) for f in frames)
 
 
 def _device_masks(sub, frames, stream, learning_rate, timer, last, keep_last, download):
