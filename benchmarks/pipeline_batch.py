@@ -9,7 +9,8 @@ and BGR (three times the upload). Each model first learns 200 frames; each
 run is then timed from its 40th mask over `--frames` more (run.steady_ms).
 The K are interleaved over rounds, each round starting one K further on;
 the median ms a frame of each is printed with the K that "auto" chose and
-why.
+why. The auto runs' time holds their measurement (about 60 frames past the
+40 left out): what a user pays for it.
 
     python benchmarks/pipeline_batch.py [--frames 400] [--rounds 3]
 """

@@ -59,8 +59,9 @@ def pipeline(subtractor, frames, *, streams, depth=4, batch=1, learning_rate=-1.
     The first mask comes out once `batch` frames have gone in, so a larger
     batch trades latency (batch frames, plus the ring) for GPU time; a live
     camera wants 1. batch="auto" (recorded video) times the first launches
-    and keeps the smallest K of 1, 2, 4 and 8 whose kernel is faster than the
-    copies: a batch helps only where the kernel is the slowest stage.
+    and keeps the smallest K of 1, 2, 4 and 8 whose kernel takes under 0.9 of
+    the copies' time (if none, the one whose kernel was fastest): a batch
+    helps only where the kernel is the slowest stage.
     The yielded mask is a pinned ring buffer, valid until the next mask is
     taken; pass copy=True for arrays of your own. A pinned frame is read
     asynchronously: leave it unchanged until its mask has come back.

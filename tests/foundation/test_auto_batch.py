@@ -73,7 +73,8 @@ def test_frames_that_end_during_the_measurement_say_so():
     auto = AutoBatch()
     auto.add(1, 0.1, 0.168, 0.168)
     assert auto.chosen is None and auto.timing
-    assert auto.describe() == "1 frame a launch (the frames ended before the measurement did)"
+    assert auto.describe() == ("1 frame a launch, not measured to the end (the frames ended "
+                               "first, or checkpoints cut every launch short)")
 
 
 def test_warm_launches_are_left_out():
@@ -81,3 +82,23 @@ def test_warm_launches_are_left_out():
     for _ in range(WARM):
         auto.add(1, 100.0, 0.1, 0.1)        # first frames: slow, not counted
     assert auto.kernel == {} and auto.copies == []
+
+
+def test_ahead_is_the_largest_k_a_launch_may_yet_hold():
+    auto = AutoBatch()
+    assert (auto.largest, auto.ahead) == (1, 2)             # measuring 1: 2 may come next
+    feed(auto, {1: 0.3, 2: 0.3, 4: 0.3, 8: 0.3}, limit=WARM + launches(1))
+    assert (auto.largest, auto.ahead) == (2, 4)
+    feed(auto, {1: 0.3, 2: 0.1, 4: 0.3, 8: 0.3})
+    assert auto.chosen == 2 and (auto.largest, auto.ahead) == (2, 2)
+
+
+def test_the_copies_are_measured_one_frame_a_launch():
+    # a larger launch's upload span holds the host's pace between its frames
+    auto = AutoBatch()
+    for _ in range(WARM + launches(1)):
+        auto.add(1, 0.3, 0.2, 0.2)           # kernel over the copies at K = 1
+    for _ in range(launches(2)):
+        auto.add(2, 2 * 0.17, 2 * 5.0, 0.0)  # slow uploads: a decoder between the frames
+    assert auto.chosen == 2                  # 0.17 <= 0.9 x 0.2, the copies of one frame
+    assert auto.copies == [0.2] * launches(1)

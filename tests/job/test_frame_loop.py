@@ -167,8 +167,8 @@ def test_the_main_job_measures_its_batch_by_default(clip, gpu_stand_in, monkeypa
     assert r.returncode == 0, r.stderr
     assert isinstance(seen[-1], AutoBatch)
     # the stand-in times nothing, and the summary says so
-    assert ("fastmog: --batch auto: 1 frame a launch (the frames ended before the "
-            "measurement did)") in r.stdout
+    assert ("fastmog: --batch auto: 1 frame a launch, not measured to the end (the frames "
+            "ended first, or checkpoints cut every launch short)") in r.stdout
     r = run_in_process(capsys, clip, "--batch", "2")
     assert r.returncode == 0 and seen[-1] == 2 and "--batch auto" not in r.stdout
 
@@ -252,18 +252,23 @@ def test_a_readers_ring_is_uploaded_as_it_is_only_while_it_outlasts_the_ring_of_
     assert all(np.array_equal(f, c) for f, c in zip(frames, copied))
 
 
-def test_an_automatic_batch_copies_a_readers_frames_from_its_first_larger_k_on():
-    frames = [np.full((4, 4), i, np.uint8) for i in range(6)]
+def test_an_automatic_batch_judges_each_frame_by_the_largest_k_a_launch_may_yet_hold():
+    # While K = 1 is measured the next slots may take 2 frames each (a frame
+    # pulled now waits behind them); after a choice, the largest K asked for.
+    frames = [np.full((4, 4), i, np.uint8) for i in range(7)]
     auto = AutoBatch()
     handed = []
-    for i, f in enumerate(_loop._host_frames(RingSource(_loop.PIPELINE_DEPTH + 1), iter(frames),
-                                             auto)):
+    ring = RingSource(2 * _loop.PIPELINE_DEPTH + 1)
+    for i, f in enumerate(_loop._host_frames(ring, iter(frames), auto)):
         handed.append(f)
         if i == 2:
-            auto.batch = auto.largest = 2         # the measurement moved on to K = 2
+            auto.batch = auto.largest = 2         # the measurement moved on to K = 2: 4 may come
         if i == 4:
-            auto.batch = auto.chosen = 1          # and came back: the ring may still hold 2s
-    assert passed_as_they_are(frames, handed) == [True] * 3 + [False] * 3
+            auto.batch = auto.chosen = 1          # and chose 1: slots of 2 may still be in flight
+    assert passed_as_they_are(frames, handed) == [True] * 3 + [False] * 2 + [True] * 2
+    shallow = RingSource(2 * _loop.PIPELINE_DEPTH)
+    assert not any(passed_as_they_are(frames, list(_loop._host_frames(shallow, iter(frames),
+                                                                      AutoBatch()))))
 
 
 def test_the_main_job_reads_a_video_into_a_ring_deeper_than_its_slots(clip):
@@ -274,6 +279,32 @@ def test_the_main_job_reads_a_video_into_a_ring_deeper_than_its_slots(clip):
                                   on_gpu=False, stream=None, timer=None,
                                   check_memory=lambda *a, **k: None)
     try:
-        assert source.reader.depth > _loop.PIPELINE_DEPTH * 1
+        # one frame a launch, chosen or measured (the next slots may take two)
+        assert source.reader.depth > _loop.PIPELINE_DEPTH * 2
     finally:
         source.close()
+
+
+@pytest.mark.parametrize("live", [False, True])
+def test_an_automatic_batch_is_one_frame_a_launch_for_a_live_stream(live, monkeypatch):
+    """"auto" (the several-sources path's default, or asked for) measures a
+    file's K; a live stream's frames go one a launch, its masks at once."""
+    seen = []
+
+    def recording_stages(sub, frames, streams, depth, batch, *rest):
+        seen.append(batch)
+        return host_stages(sub, frames, streams, depth, batch, *rest)
+
+    class Source:
+        on_device, reader = False, None
+        arrivals = {} if live else None
+
+        def __iter__(self):
+            return iter([np.zeros((8, 8), np.uint8)] * 3)
+
+    monkeypatch.setattr(fastmog._pipeline, "_stages", recording_stages)
+    sub = HostAsGpu()
+    masks = list(_loop._masks(sub, Source(), [NoStream()] * 3, -1.0, "auto", None, {}, False,
+                              0, None, True))
+    assert len(masks) == 3
+    assert (seen[0] == 1) if live else isinstance(seen[0], AutoBatch)

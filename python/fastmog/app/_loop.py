@@ -140,7 +140,8 @@ def _masks(sub, source, streams, learning_rate, batch, timer, last, keep_last, s
                              download)
     if streams:
         if batch == "auto":
-            batch = AutoBatch()     # one choice over every segment
+            # one choice over every segment; a live stream's mask comes at once
+            batch = 1 if source.arrivals is not None else AutoBatch()
         host = (kept(f) for f in _host_frames(source, frames, batch))
         return _pipelined(sub, host, streams, batch, learning_rate, timer, segment, download)
     return ((sub.apply(kept(f), learning_rate, timer=timer), None) for f in frames)
@@ -170,14 +171,15 @@ def _host_frames(source, frames, batch):
     AutoBatch's). A reader's pinned ring buffer is passed as it is only while
     the ring outlasts the frames the pipeline keeps in flight (it uploads
     pinned frames asynchronously); otherwise copied. An automatic batch only
-    grows while it measures, so each frame is judged by the largest K asked
-    for yet: once a frame is copied, every later one is."""
+    grows while it measures, so each frame is judged by the largest K a
+    launch may yet hold (a frame pulled now may land in the next, larger
+    batch, and waits behind it)."""
     if source.reader is None:
         return frames
     depth = source.reader.depth
     if isinstance(batch, int):
         return frames if depth > PIPELINE_DEPTH * batch else (np.array(f) for f in frames)
-    return (f if depth > PIPELINE_DEPTH * batch.largest else np.array(f) for f in frames)
+    return (f if depth > PIPELINE_DEPTH * batch.ahead else np.array(f) for f in frames)
 
 
 def _device_masks(sub, frames, stream, learning_rate, timer, last, keep_last, download):

@@ -200,8 +200,8 @@ def build_parser():
                         "is read and written once per K frames, the masks are the same; "
                         "masks come out K frames later (NVDEC frames go one by one); auto "
                         "times the first launches and keeps the smallest of 1, 2, 4 and 8 "
-                        "whose kernel is faster than the copies (default: auto; 1 for a "
-                        "live stream)")
+                        "whose kernel takes under 0.9 of the copies' time, else the one "
+                        "whose kernel was fastest (default: auto; 1 for a live stream)")
     p.add_argument("--open-timeout", type=_seconds, default=10.0, metavar="S",
                    help="a live stream that has not opened after S seconds ends the run "
                         "with one line (default: 10)")

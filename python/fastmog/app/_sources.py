@@ -24,9 +24,12 @@ from ._errors import UserError, shown
 from ._progress import Progress
 
 # A host decoder's ring of pinned frames outlasts what the pipeline keeps in
-# flight one frame a launch, so its frames are uploaded as they are, not
-# copied first (_loop._host_frames); two more for the frame being read.
-READER_DEPTH = PIPELINE_DEPTH + 2
+# flight, so its frames are uploaded as they are, not copied first
+# (_loop._host_frames): a live stream's one frame a launch; a file's while an
+# automatic batch measures one frame a launch (the next slots may then take
+# two) and after it keeps one.
+LIVE_READER_DEPTH = PIPELINE_DEPTH + 2
+FILE_READER_DEPTH = 2 * PIPELINE_DEPTH + 1
 
 FRAME_SUFFIXES = {".jpg", ".jpeg", ".png", ".bmp", ".tif", ".tiff", ".webp"}
 DEFAULT_FPS = 25.0
@@ -241,7 +244,7 @@ def open_stream(found, options, *, on_gpu, stream, check_memory):
     decode = _decoder_asked(options, on_gpu)
     try:
         reader = VideoReader(url, stream=stream if on_gpu else None, decode=decode,
-                             grey=options.grey, depth=READER_DEPTH,
+                             grey=options.grey, depth=LIVE_READER_DEPTH,
                              open_timeout=options.open_timeout,
                              stall_timeout=options.stall_timeout,
                              rtsp_transport=options.rtsp_transport,
@@ -371,7 +374,7 @@ def open_video(found, options, *, on_gpu, stream, timer, check_memory):
     try:
         # NVDEC queues its output on the stream MOG2 runs on
         reader = VideoReader(path, stream=stream if on_gpu else None, decode=decode,
-                             grey=options.grey, depth=READER_DEPTH, timer=timer,
+                             grey=options.grey, depth=FILE_READER_DEPTH, timer=timer,
                              sessions=options.nvdec_sessions if decode != "cpu" else 1)
     except (ValueError, TypeError, _fastmog.CudaError) as e:
         # DecodeError is a ValueError: unreadable file, codec or size NVDEC lacks

@@ -31,7 +31,7 @@ def run(args):
     found = _sources.find_input(args.input)
     _checks.check_options(args, found)
     live = found.kind == "stream"
-    if args.batch is None:
+    if args.batch is None or (live and args.batch == "auto"):
         args.batch = 1 if live else DEFAULT_BATCH     # a live frame's mask comes at once
     _checkpoint.check_options(args)
     on_gpu, why_host = _checks.choose_device(args)
