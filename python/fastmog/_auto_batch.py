@@ -7,11 +7,11 @@ latency, memory and the time to allocate it: on the lent H200 the main job on
 the built-in 4K grey scene, whose kernel (about 0.13 ms a frame) is under the
 copies (0.168 ms a frame with both directions busy), ran at 5,717 frames/s
 with K = 1 and 5,046 with K = 8 (benchmarks/MAIN_JOB_RESULTS.md). So K grows
-only while the kernel is the slowest stage: each candidate, smallest first, is timed over a few launches
-(CUDA events on the three streams, read when the launch's masks are due,
-so nothing waits for them), and the first whose kernel time per frame is
-under MARGIN times the slower copy stage's (measured one frame a launch) is
-kept. If none is, the one whose kernel was fastest per frame is. The masks
+only while the kernel is the slowest stage: each candidate, smallest first,
+is timed over a few launches (CUDA events on the three streams, read when
+the launch's masks are due, so nothing waits for them), and the first whose
+kernel time per frame is under MARGIN times the slower copy stage's
+(measured one frame a launch) is kept. If none is, the one whose kernel was fastest per frame is. The masks
 are the same whatever K is.
 """
 import statistics

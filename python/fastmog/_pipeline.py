@@ -87,11 +87,9 @@ def _stages(subtractor, frames, streams, depth, batch, learning_rate, copy, time
     if depth < 2:
         raise ValueError("depth must be at least 2")
     # the main job passes its own AutoBatch, to keep one choice over segments
-    auto = AutoBatch() if isinstance(batch, str) and batch == "auto" else batch
-    if not isinstance(auto, AutoBatch):
-        auto = None
-        if not isinstance(batch, int) or isinstance(batch, bool) or batch < 1:
-            raise ValueError("batch must be a whole number of frames, at least 1, or 'auto'")
+    auto = AutoBatch() if batch == "auto" else batch if isinstance(batch, AutoBatch) else None
+    if auto is None and (not isinstance(batch, int) or isinstance(batch, bool) or batch < 1):
+        raise ValueError("batch must be a whole number of frames, at least 1, or 'auto'")
     # Slots are made when first filled, and remade when an automatic batch
     # outgrows them: the ring's pinned masks cost as much as a few hundred
     # 4K frames' processing to allocate, so a K never used is never paid for.

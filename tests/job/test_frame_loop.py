@@ -296,15 +296,19 @@ def test_an_automatic_batch_is_one_frame_a_launch_for_a_live_stream(live, monkey
         return host_stages(sub, frames, streams, depth, batch, *rest)
 
     class Source:
-        on_device, reader = False, None
+        fps, on_device, reader = 25.0, False, None
         arrivals = {} if live else None
 
         def __iter__(self):
             return iter([np.zeros((8, 8), np.uint8)] * 3)
 
+        def close(self):
+            pass
+
+    masks = []
     monkeypatch.setattr(fastmog._pipeline, "_stages", recording_stages)
-    sub = HostAsGpu()
-    masks = list(_loop._masks(sub, Source(), [NoStream()] * 3, -1.0, "auto", None, {}, False,
-                              0, None, True))
+    done = _loop.process(HostAsGpu(), Source(), _writers.NoMasks(), streams=[NoStream()] * 3,
+                         batch="auto", on_mask=lambda i, m: masks.append(m))
     assert len(masks) == 3
     assert (seen[0] == 1) if live else isinstance(seen[0], AutoBatch)
+    assert (done.auto_batch is None) if live else done.auto_batch is seen[0]

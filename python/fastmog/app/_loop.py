@@ -35,7 +35,8 @@ def open_streams(device, on_gpu):
 @dataclasses.dataclass
 class Processed:
     """What the loop did. last_frame, last_mask and background are the last
-    frame's, kept when asked (the preview)."""
+    frame's, kept when asked (the preview); auto_batch is batch="auto"'s
+    choice, where the pipeline made one (host frames of a file on a GPU)."""
 
     frames: int = 0
     pixels: int = 0
@@ -45,6 +46,7 @@ class Processed:
     last_frame: np.ndarray | None = None
     last_mask: np.ndarray | None = None
     background: np.ndarray | None = None
+    auto_batch: AutoBatch | None = None
 
 
 def process(sub, source, writer, *, streams, learning_rate=-1.0, batch=1, timer=None,
@@ -63,8 +65,9 @@ def process(sub, source, writer, *, streams, learning_rate=-1.0, batch=1, timer=
 
     streams: [] for the host reference, else (upload, compute, download) on
     sub's device, NVDEC's frames queued on compute. batch: host frames per
-    launch on the GPU, or an AutoBatch (or "auto") that picks them. Ctrl-C, SIGTERM or SIGHUP (_signals) end the loop
-    early (`interrupted`), keeping what was written.
+    launch on the GPU, or "auto": measured (one frame for a live stream).
+    Ctrl-C, SIGTERM or SIGHUP (_signals) end the loop early (`interrupted`),
+    keeping what was written.
 
     skip: the source's first frames are read and left out (a resumed run's);
     on_mask's index counts the frames processed. segment: the overlapped
@@ -79,6 +82,10 @@ def process(sub, source, writer, *, streams, learning_rate=-1.0, batch=1, timer=
     """
     done = Processed()
     last = {}
+    if batch == "auto" and streams and not source.on_device:
+        # one choice over every segment; a live stream's mask comes at once
+        batch = 1 if source.arrivals is not None else AutoBatch()
+        done.auto_batch = batch if isinstance(batch, AutoBatch) else None
     writer.start(source.fps)
     started = time.perf_counter()
     try:
@@ -139,9 +146,6 @@ def _masks(sub, source, streams, learning_rate, batch, timer, last, keep_last, s
         return _device_masks(sub, frames, streams[1], learning_rate, timer, last, keep_last,
                              download)
     if streams:
-        if batch == "auto":
-            # one choice over every segment; a live stream's mask comes at once
-            batch = 1 if source.arrivals is not None else AutoBatch()
         host = (kept(f) for f in _host_frames(source, frames, batch))
         return _pipelined(sub, host, streams, batch, learning_rate, timer, segment, download)
     return ((sub.apply(kept(f), learning_rate, timer=timer), None) for f in frames)

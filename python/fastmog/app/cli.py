@@ -15,7 +15,6 @@ import sys
 import time
 
 from .. import _fastmog
-from .._auto_batch import AutoBatch
 from ..profiling import Timer, sampling_nvml
 from . import _checkpoint, _checks, _cvio, _loop, _motion, _multi, _signals, _sources, _writers
 from ._errors import EXIT_OK, EXIT_SHORT, EXIT_USAGE, UserError, shown
@@ -151,9 +150,6 @@ def _process(args, sub, source, writer, truth, timer, streams, motion, first, ch
     stream's are not: it goes on in real time)."""
     label = "decoding and processing" if source.decoder_line else "processing"
     latencies = []
-    # the pipeline's choice, said in the summary (host frames on a GPU only)
-    auto = (AutoBatch() if args.batch == "auto" and streams and not source.on_device
-            else None)
 
     def final_checkpoint(done):
         """The model after the input's last frame, before the streams close."""
@@ -190,8 +186,7 @@ def _process(args, sub, source, writer, truth, timer, streams, motion, first, ch
     try:
         with nvml, _closing(motion):
             done = _loop.process(sub, source, writer, streams=streams,
-                                 learning_rate=args.learning_rate,
-                                 batch=args.batch if auto is None else auto,
+                                 learning_rate=args.learning_rate, batch=args.batch,
                                  timer=timer,
                                  on_mask=None if truth is None
                                  and (motion is None or on_device)
@@ -227,8 +222,8 @@ def _process(args, sub, source, writer, truth, timer, streams, motion, first, ch
           f"{done.frames / elapsed:.1f} frames/s, {done.pixels / elapsed / 1e6:.1f} megapixels/s"
           + (" (including writing the masks)" if args.out is not None else "")
           + (f" (stopped by {_signals.name(done.interrupt)})" if interrupted else ""))
-    if auto is not None:
-        print(f"fastmog: --batch auto: {auto.describe()}")
+    if done.auto_batch is not None:
+        print(f"fastmog: --batch auto: {done.auto_batch.describe()}")
     if writer.count:
         checked = ""
         if isinstance(writer, _writers.LosslessVideo):
