@@ -1,13 +1,15 @@
 /* Connected components of a mask on the GPU, with each region's statistics,
- * in OpenCV's numbering. Union-find over slots (pixels with 4-connectivity;
- * with 8, 2x2 blocks, whose pixels always touch, each with its 4 pixels as
- * bits: a quarter of the slots to walk) ordered as regions are numbered
- * (see Ranks), with atomicMin links, the larger root always under the
- * smaller, so a region's root is its least slot; the roots, counted in
- * slot order by a scan, give each region its number; a pass over the pixels
- * gathers boxes, areas and coordinate sums, a warp's run of one region at a
- * time; a second scan drops the regions under min_area and writes the rest
- * as rows. Exact by construction: integers only. See components_launch.h. */
+ * in OpenCV's numbering. The mask is cut into cells (2x2 blocks with
+ * 8-connectivity, whose pixels always touch, kept as 4 bits; pixels with
+ * 4). Union-find over the cells, in the order regions are numbered by,
+ * with atomicMin links, the larger root always under the smaller, so a
+ * region's root is its least cell (OpenCV numbers regions in raster order
+ * of their first cell). The statistics are summed in tiles of 16 rows of
+ * 32 cells (a warp a row): a warp's cells of one region at once, a tile's
+ * in shared memory where the tile holds one region, and added to the
+ * region's root; a scan over each tile row's 32-bit mask of roots gives
+ * every kept region its row. Exact by construction: integers only. See
+ * components_launch.h. */
 #include <stdint.h>
 
 #include "components_launch.h"
@@ -20,71 +22,60 @@ constexpr int kThreads = 256;
 constexpr int kScanPer = 4;                       /* entries per thread of a scan block */
 constexpr int kScanBlock = kThreads * kScanPer;   /* entries per scan block */
 constexpr int kTotalsThreads = 1024;
-constexpr int kChunk = 8;                         /* pixels per thread when gathering */
 constexpr size_t kAlign = 256;
-constexpr unsigned kRowsBlocks = 256;             /* the rows kernel's grid: it strides */
+/* A tile of the statistics' pass: kTileRows rows of kTileCols cells, a
+ * thread a cell, a warp a row. */
+constexpr int kTileCols = 32;
+constexpr int kTileRows = 16;
+constexpr int kTileCells = kTileCols * kTileRows;
 
-/* A region while its pixels are gathered. */
-struct Stat {
-    int x0, y0, x1, y1, area, unused;
+/* Cell bits with 8-connectivity: pixel (x & 1, y & 1) of a block is bit
+ * (y & 1) * 2 + (x & 1). A block's columns and rows. With 4-connectivity a
+ * cell is 1 where its pixel is foreground. */
+constexpr unsigned kLeftColumn = 0x5, kRightColumn = 0xa, kTopRow = 0x3, kBottomRow = 0xc;
+
+/* A region's statistics while the tiles add to them, all by atomic max or
+ * add, so that zero is every field's start: the least x and y as 65535
+ * minus them (a mask side is at most 65535), the greatest plus one. */
+struct Tally {
+    unsigned left_inv, top_inv, right1, bottom1, area;
+    int row;                /* the region's row, -1 if not kept: set last, for the labels */
     unsigned long long sum_x, sum_y;
 };
 
-/* The slots of the union-find, in the order regions are numbered by. With
- * 8-connectivity OpenCV's scan meets the image in 2x2 blocks, in raster
- * order of blocks, and a region takes its number at its first block (two
- * 8-connected regions never share a block): a slot is a block, its index
- * the block's raster index, and bits[slot] its foreground pixels (bit
- * (y & 1) * 2 + (x & 1)). With 4-connectivity OpenCV numbers regions by
- * their first pixel: a slot is a pixel, its raster index. */
-struct Ranks {
-    int width, height, eight, blocks_w;
-    int band;                       /* rows of one image of a stack (even), or height */
-    const unsigned char *bits;      /* 8-connectivity only */
+/* The mask's cells and tiles; `band` is the cell rows of one image of a
+ * stack (its pixel rows are even), or all of them: no region crosses from
+ * one image to the next. */
+struct Cells {
+    int width, height;      /* pixels */
+    int cols, rows;         /* cells */
+    int band;
+    int tile_cols;          /* tiles across */
 
-    __device__ int slot(int x, int y) const
+    /* Whether cell row cy starts an image: its cells join nothing above.
+     * One image needs no division. */
+    __device__ bool starts_image(int cy) const
     {
-        return eight ? (y >> 1) * blocks_w + (x >> 1) : y * width + x;
+        return band == rows ? cy == 0 : cy % band == 0;
     }
-
-    /* What pixel (x, y)'s slot holds (its root once flattened), or -1
-     * where the pixel is background. */
-    __device__ int root(const int *parent, int x, int y) const
-    {
-        const int s = slot(x, y);
-        if (eight && !((bits[s] >> (((y & 1) << 1) | (x & 1))) & 1u))
-            return -1;
-        return parent[s];
-    }
-
-    /* A pixel of slot s's region: a block's first foreground pixel. */
-    __device__ void at(int s, int *x, int *y) const
-    {
-        if (eight) {
-            const unsigned b = bits[s];
-            *x = (s % blocks_w) * 2 + ((b & 1u) ? 0 : (b & 2u) ? 1 : (b & 4u) ? 0 : 1);
-            *y = (s / blocks_w) * 2 + ((b & 3u) ? 0 : 1);
-        }
-        else {
-            *x = s % width;
-            *y = s / width;
-        }
-    }
+    /* A tile row's entry: its 32 cells' mask of roots, its kept regions' offset. */
+    __device__ int entry(int cy, int tile_x) const { return cy * tile_cols + tile_x; }
 };
 
 struct Layout {
-    size_t slots, bits, regions, slot_blocks, region_blocks;
+    size_t cells, regions, entries, entry_blocks;
 };
 
 Layout layout_of(int width, int height, int connectivity)
 {
     Layout l;
-    const size_t bw = ((size_t)width + 1) / 2, bh = ((size_t)height + 1) / 2;
-    l.slots = connectivity == 8 ? bw * bh : (size_t)width * height;
-    l.bits = connectivity == 8 ? l.slots : 0;
-    l.regions = connectivity == 8 ? bw * bh : ((size_t)width * height + 1) / 2;
-    l.slot_blocks = (l.slots + kScanBlock - 1) / kScanBlock;
-    l.region_blocks = (l.regions + kScanBlock - 1) / kScanBlock;
+    const bool eight = connectivity == 8;
+    const size_t cols = eight ? ((size_t)width + 1) / 2 : (size_t)width;
+    const size_t rows = eight ? ((size_t)height + 1) / 2 : (size_t)height;
+    l.cells = cols * rows;
+    l.regions = eight ? l.cells : ((size_t)width * height + 1) / 2;
+    l.entries = rows * ((cols + kTileCols - 1) / kTileCols);
+    l.entry_blocks = (l.entries + kScanBlock - 1) / kScanBlock;
     return l;
 }
 
@@ -93,12 +84,16 @@ size_t aligned(size_t n)
     return (n + kAlign - 1) / kAlign * kAlign;
 }
 
-/* The scratch, carved in this order. */
+/* The scratch, carved in this order. Per cell: its parent, its bits and
+ * its region's tally (roots only: indexed by the root's cell). Per tile
+ * row: the roots' mask and the kept regions' offset; per scan block, its
+ * total. */
 struct Work {
-    int *parent, *ids, *slot_totals;
-    Stat *stats;
-    int *keep_ids, *region_totals;
+    int *parent;
     unsigned char *bits;
+    Tally *tallies;
+    unsigned *root_masks;
+    int *offsets, *entry_totals;
 };
 
 size_t carve(const Layout &l, char *base, Work *w)
@@ -109,18 +104,16 @@ size_t carve(const Layout &l, char *base, Work *w)
         at += aligned(bytes);
         return p;
     };
-    w->parent = (int *)take(l.slots * sizeof(int));
-    w->ids = (int *)take(l.slots * sizeof(int));
-    w->slot_totals = (int *)take(l.slot_blocks * sizeof(int));
-    w->stats = (Stat *)take(l.regions * sizeof(Stat));
-    w->keep_ids = (int *)take(l.regions * sizeof(int));
-    w->region_totals = (int *)take(l.region_blocks * sizeof(int));
-    w->bits = (unsigned char *)take(l.bits);
+    w->parent = (int *)take(l.cells * sizeof(int));
+    w->bits = (unsigned char *)take(l.cells);
+    w->tallies = (Tally *)take(l.cells * sizeof(Tally));
+    w->root_masks = (unsigned *)take(l.entries * sizeof(unsigned));
+    w->offsets = (int *)take(l.entries * sizeof(int));
+    w->entry_totals = (int *)take(l.entry_blocks * sizeof(int));
     return at;
 }
 
-/* The root of r's tree, read only: what the flattening pass takes, where a
- * halving store could land after another thread's final one. */
+/* The root of r's tree, read only: what the passes after the unions take. */
 __device__ int find_root(const int *parent, int r)
 {
     int up = parent[r];
@@ -132,9 +125,10 @@ __device__ int find_root(const int *parent, int r)
 }
 
 /* The root of r's tree, during the unions; each slot passed is pointed at
- * its grandparent (path halving, as ECL-CC does): a plain store of an ancestor, so a link another
- * thread makes meanwhile may be undone only for a slot whose own path still
- * leads to that link's root (unite retries from the value atomicMin saw). */
+ * its grandparent (path halving, as ECL-CC does): a plain store of an
+ * ancestor, so a link another thread makes meanwhile may be undone only for
+ * a slot whose own path still leads to that link's root (unite retries
+ * from the value atomicMin saw). */
 __device__ int find_halving(int *parent, int r)
 {
     int up = parent[r];
@@ -146,6 +140,19 @@ __device__ int find_halving(int *parent, int r)
         up = next;
     }
     return r;
+}
+
+/* The root of r's tree after the unions, each slot passed pointed at its
+ * grandparent and r at the root: the trees no longer change, so every
+ * store is an ancestor, and a long chain that many threads walk at once
+ * (a region that winds across the frame) is halved under them instead of
+ * walked whole by each. */
+__device__ int find_flattening(int *parent, int r)
+{
+    const int root = find_halving(parent, r);
+    if (parent[r] != root)
+        parent[r] = root;
+    return root;
 }
 
 /* Joins the trees of a and b: the larger root goes under the smaller; a
@@ -180,117 +187,279 @@ __device__ int run_start(unsigned linked, int lane)
     return 31 - __clz(~linked & upto);
 }
 
-/* 4-connectivity: each foreground pixel points at the first pixel of its
- * horizontal run within its warp's 32 pixels, so a run is one tree before
- * any union (a warp per 32 pixels of a row); background is -1. */
-/* Whether pixel (x, y), inside the image, is labelled. */
+/* Whether pixel (x, y), inside the image, is labelled. `pairs`: no zone,
+ * and every row starts at an even address, so a 2x2 block is two 16-bit
+ * loads. */
 struct Pixels {
     const unsigned char *mask, *zone;
     size_t pitch, zone_pitch;
     unsigned char foreground;
+    bool pairs;
     __device__ bool operator()(int x, int y) const
     {
         return mask[(size_t)y * pitch + (size_t)x] == foreground
                && (zone == nullptr || zone[(size_t)y * zone_pitch + (size_t)x] != 0);
     }
+    /* Pixels (x, y) and (x + 1, y) as bits 0 and 1; x even. */
+    __device__ unsigned pair(int x, int y) const
+    {
+        const unsigned two = *reinterpret_cast<const uint16_t *>(mask + (size_t)y * pitch + x);
+        return (unsigned)((two & 0xffu) == foreground) | (unsigned)((two >> 8) == foreground) << 1;
+    }
 };
 
-__global__ void init4_kernel(Pixels pixels, int width, int height, int *parent)
+/* Cell (cx, cy)'s bits, inside the cells. */
+template <bool Eight>
+__device__ unsigned cell_bits(const Pixels &pixels, const Cells &cells, int cx, int cy)
 {
-    const int lane = (int)(threadIdx.x & 31);
-    const int x = (int)(blockIdx.x * blockDim.x + threadIdx.x);
-    const int y = (int)(blockIdx.y * blockDim.y + threadIdx.y);
-    if (y >= height)
-        return;                               /* whole warps leave together */
-    const bool fg = x < width && pixels(x, y);
-    const unsigned bits = __ballot_sync(kFull, fg);
-    const unsigned linked = bits & (bits << 1);
-    if (x < width)
-        parent[y * width + x] = fg ? y * width + (x - lane) + run_start(linked, lane) : -1;
+    if (!Eight)
+        return pixels(cx, cy) ? 1u : 0u;
+    const int x = 2 * cx, y = 2 * cy;
+    const bool right = x + 1 < cells.width, below = y + 1 < cells.height;
+    if (pixels.pairs && right && below)
+        return pixels.pair(x, y) | pixels.pair(x, y + 1) << 2;
+    return (unsigned)pixels(x, y) | (unsigned)(right && pixels(x + 1, y)) << 1
+           | (unsigned)(below && pixels(x, y + 1)) << 2
+           | (unsigned)(right && below && pixels(x + 1, y + 1)) << 3;
 }
 
-/* 8-connectivity, a thread per 2x2 block, a warp per 32 blocks of a block
- * row: a block's foreground pixels go to bits, and two neighbouring blocks
- * touch when one's right column and the other's left column both hold
- * foreground. Each foreground block points at the first block of its run
- * of touching blocks; background is -1. */
-__global__ void init8_kernel(Pixels pixels, Ranks ranks, int blocks_h, int *parent,
-                             unsigned char *bits)
+/* Whether a cell touches the cell on its left (bits `left`). */
+template <bool Eight>
+__device__ bool touches_left(unsigned here, unsigned left)
+{
+    return Eight ? (here & kLeftColumn) && (left & kRightColumn) : here && left;
+}
+
+/* Each foreground cell points at the first cell of its run of touching
+ * cells within its warp's 32 of a row (the ballot), so a run is one tree
+ * before any union; its bits go to `bits`. A run's first cell is the only
+ * one that can end as a root: its tally is zeroed. A thread a cell, a
+ * warp 32 cells of a row; the first cell's thread zeroes the header's
+ * counts. */
+template <bool Eight>
+__global__ void init_kernel(Pixels pixels, Cells cells, int *parent, unsigned char *bits,
+                            Tally *tallies, fm_cc_header *header)
 {
     const int lane = (int)(threadIdx.x & 31);
-    const int bx = (int)(blockIdx.x * blockDim.x + threadIdx.x);
-    const int by = (int)(blockIdx.y * blockDim.y + threadIdx.y);
-    if (by >= blocks_h)
-        return;
-    auto in = [&](int px, int py) {
-        return px < ranks.width && py < ranks.height && pixels(px, py);
-    };
-    const int x = 2 * bx, y = 2 * by;
-    const bool here = bx < ranks.blocks_w;
-    const bool p0 = here && in(x, y), p1 = here && in(x + 1, y);
-    const bool p2 = here && in(x, y + 1), p3 = here && in(x + 1, y + 1);
-    const int b = by * ranks.blocks_w + bx;
-    const bool left_prev = __shfl_up_sync(kFull, p1 || p3, 1);
-    const unsigned linked = __ballot_sync(kFull, lane > 0 && (p0 || p2) && left_prev);
-    const int first = __shfl_sync(kFull, b, run_start(linked, lane));
+    const int cx = (int)(blockIdx.x * blockDim.x + threadIdx.x);
+    const int cy = (int)(blockIdx.y * blockDim.y + threadIdx.y);
+    if (cy >= cells.rows)
+        return;                             /* whole warps leave together */
+    const bool here = cx < cells.cols;
+    const unsigned v = here ? cell_bits<Eight>(pixels, cells, cx, cy) : 0u;
+    const unsigned left = __shfl_up_sync(kFull, v, 1);
+    const unsigned linked = __ballot_sync(kFull, lane > 0 && touches_left<Eight>(v, left));
     if (!here)
         return;
-    const unsigned v = (unsigned)p0 | (unsigned)p1 << 1 | (unsigned)p2 << 2 | (unsigned)p3 << 3;
-    bits[b] = (unsigned char)v;
-    parent[b] = v != 0 ? first : -1;
+    const int c = cy * cells.cols + cx;
+    if (c == 0) {
+        header->regions = 0;                /* counted by the gather */
+        header->pixels = 0;
+    }
+    const int first = c - lane + run_start(linked, lane);
+    bits[c] = (unsigned char)v;
+    parent[c] = v ? first : -1;
+    if (v && first == c)
+        tallies[c] = Tally{};
 }
 
-/* Block bits: a block's columns and rows. */
-constexpr unsigned kLeftColumn = 0x5, kRightColumn = 0xa, kTopRow = 0x3, kBottomRow = 0xc;
-
-/* 8-connectivity: each foreground block joins the earlier blocks it
- * touches that may lie in another tree: the block row above (up, up-left
- * through its bottom-right pixel, up-right through its bottom-left one)
- * and the left block across a 32-block boundary (the runs' ends). */
-__global__ void merge8_kernel(Ranks ranks, int blocks_h, int *parent)
+/* Each foreground cell joins the earlier cells it touches that may lie in
+ * another tree: the row above (up; with 8-connectivity up-left and
+ * up-right through the corner pixels) and the left cell across a warp's
+ * 32 (the runs' ends). With 4-connectivity up is left out where it is
+ * reached through left and up-left. A thread a cell: a thread that took
+ * four (fewer waves) was slower on a real scene, its unions' chains of
+ * loads one after another. */
+template <bool Eight>
+__global__ void merge_kernel(Cells cells, const unsigned char *bits, int *parent)
 {
-    const int bx = (int)(blockIdx.x * blockDim.x + threadIdx.x);
-    const int by = (int)(blockIdx.y * blockDim.y + threadIdx.y);
-    if (bx >= ranks.blocks_w || by >= blocks_h)
+    const int cx = (int)(blockIdx.x * blockDim.x + threadIdx.x);
+    const int cy = (int)(blockIdx.y * blockDim.y + threadIdx.y);
+    if (cx >= cells.cols || cy >= cells.rows)
         return;
-    const int b = by * ranks.blocks_w + bx;
-    const unsigned here = ranks.bits[b];
-    if (here == 0)
+    const int c = cy * cells.cols + cx;
+    const unsigned v = bits[c];
+    if (v == 0)
         return;
-    if (bx > 0 && (bx & 31) == 0 && (here & kLeftColumn)
-        && (ranks.bits[b - 1] & kRightColumn))
-        unite(parent, b, b - 1);
-    if ((2 * by) % ranks.band == 0)
-        return;                             /* an image's first rows: never across images */
-    const int u = b - ranks.blocks_w;
-    if ((here & kTopRow) && (ranks.bits[u] & kBottomRow))
-        unite(parent, b, u);
-    if (bx > 0 && (here & 1u) && (ranks.bits[u - 1] & 8u))
-        unite(parent, b, u - 1);
-    if (bx + 1 < ranks.blocks_w && (here & 2u) && (ranks.bits[u + 1] & 4u))
-        unite(parent, b, u + 1);
+    const bool left = cx > 0 && touches_left<Eight>(v, bits[c - 1]);
+    if (left && (cx & 31) == 0)
+        unite(parent, c, c - 1);
+    if (cells.starts_image(cy))
+        return;                             /* never across images */
+    const int u = c - cells.cols;
+    if (!Eight) {
+        if (bits[u] && !(left && bits[u - 1]))
+            unite(parent, c, u);
+        return;
+    }
+    if ((v & kTopRow) && (bits[u] & kBottomRow))
+        unite(parent, c, u);
+    if (cx > 0 && (v & 1u) && (bits[u - 1] & 8u))
+        unite(parent, c, u - 1);
+    if (cx + 1 < cells.cols && (v & 2u) && (bits[u + 1] & 4u))
+        unite(parent, c, u + 1);
 }
 
-/* 4-connectivity: each foreground pixel joins the earlier neighbours that
- * may lie in another tree: up, and left at a warp's first pixel. Up is
- * left out when it is reached through left and up-left. A slot once
- * foreground stays >= 0. */
-__global__ void merge4_kernel(Ranks ranks, int *parent)
+/* One cell's part of its region's statistics (Tally's encoding). */
+struct Part {
+    unsigned left_inv, top_inv, right1, bottom1, area, sum_x, sum_y;
+};
+
+template <bool Eight>
+__device__ Part part_of(unsigned v, int cx, int cy)
 {
-    const int x = (int)(blockIdx.x * blockDim.x + threadIdx.x);
-    const int y = (int)(blockIdx.y * blockDim.y + threadIdx.y);
-    if (x >= ranks.width || y >= ranks.height)
+    if (!Eight)
+        return Part{65535u - cx, 65535u - cy, (unsigned)cx + 1, (unsigned)cy + 1, 1u,
+                    (unsigned)cx, (unsigned)cy};
+    const unsigned x = 2u * cx, y = 2u * cy;
+    return Part{65535u - (x + ((v & kLeftColumn) ? 0u : 1u)),
+                65535u - (y + ((v & kTopRow) ? 0u : 1u)),
+                x + ((v & kRightColumn) ? 2u : 1u),
+                y + ((v & kBottomRow) ? 2u : 1u),
+                (unsigned)__popc(v),
+                __popc(v & kLeftColumn) * x + __popc(v & kRightColumn) * (x + 1),
+                __popc(v & kTopRow) * y + __popc(v & kBottomRow) * (y + 1)};
+}
+
+/* A part added to a region's tally. */
+__device__ void add_to(Tally *t, const Part &p)
+{
+    atomicMax(&t->left_inv, p.left_inv);
+    atomicMax(&t->top_inv, p.top_inv);
+    atomicMax(&t->right1, p.right1);
+    atomicMax(&t->bottom1, p.bottom1);
+    atomicAdd(&t->area, p.area);
+    atomicAdd(&t->sum_x, (unsigned long long)p.sum_x);
+    atomicAdd(&t->sum_y, (unsigned long long)p.sum_y);
+}
+
+/* The sum of v over the warp, in every lane. */
+__device__ unsigned warp_total(unsigned v)
+{
+#if __CUDA_ARCH__ >= 800
+    return __reduce_add_sync(kFull, v);
+#else
+    for (int off = 16; off > 0; off >>= 1)
+        v += __shfl_xor_sync(kFull, v, off);
+    return v;
+#endif
+}
+
+/* Sums the parts of this warp's cells that share this lane's region
+ * (`key`: its root) into one of their lanes, and says whether this lane is it. Zero
+ * is every field's start, so a background lane's zero part changes
+ * nothing. Most warps hold one region or none: from Ampere on, redux sums
+ * any group of lanes in one instruction; before it, a warp of one region
+ * is summed by shuffles and in a warp of several each cell adds its own. */
+__device__ bool warp_sum(Part *p, unsigned v, int key)
+{
+    const int lane = (int)(threadIdx.x & 31);
+    const unsigned fg = __ballot_sync(kFull, v != 0);
+    if (fg == 0)
+        return false;
+    const int lead = __shfl_sync(kFull, key, __ffs((int)fg) - 1);
+    const bool one = __all_sync(kFull, v == 0 || key == lead);
+#if __CUDA_ARCH__ >= 800
+    const unsigned group = one ? fg : __match_any_sync(kFull, key);
+    if (v == 0)
+        return false;
+    p->left_inv = __reduce_max_sync(group, p->left_inv);
+    p->top_inv = __reduce_max_sync(group, p->top_inv);
+    p->right1 = __reduce_max_sync(group, p->right1);
+    p->bottom1 = __reduce_max_sync(group, p->bottom1);
+    p->area = __reduce_add_sync(group, p->area);
+    p->sum_x = __reduce_add_sync(group, p->sum_x);
+    p->sum_y = __reduce_add_sync(group, p->sum_y);
+    return lane == __ffs((int)group) - 1;
+#else
+    if (!one)
+        return v != 0;
+    for (int off = 16; off > 0; off >>= 1) {
+        p->left_inv = max(p->left_inv, __shfl_xor_sync(kFull, p->left_inv, off));
+        p->top_inv = max(p->top_inv, __shfl_xor_sync(kFull, p->top_inv, off));
+        p->right1 = max(p->right1, __shfl_xor_sync(kFull, p->right1, off));
+        p->bottom1 = max(p->bottom1, __shfl_xor_sync(kFull, p->bottom1, off));
+        p->area += __shfl_xor_sync(kFull, p->area, off);
+        p->sum_x += __shfl_xor_sync(kFull, p->sum_x, off);
+        p->sum_y += __shfl_xor_sync(kFull, p->sum_y, off);
+    }
+    return lane == __ffs((int)fg) - 1;
+#endif
+}
+
+/* A tile's statistics, after the unions: each cell finds its region's
+ * root (find_flattening), its part is summed per region a warp at a time
+ * (warp_sum) and added to the root's tally;
+ * where every foreground cell of the tile has one root (a large region),
+ * the warps' sums meet in shared memory first, so the root takes one add
+ * per tile, not one per warp. Each tile row's mask of roots goes to
+ * root_masks; the header gets the regions and pixels counted. A tile's
+ * sums fit 32 bits: at most 2048 pixels of x below 65536. An empty tile,
+ * most of a frame, leaves after one barrier. */
+template <bool Eight>
+__global__ void __launch_bounds__(kTileCells)
+tile_gather_kernel(Cells cells, const unsigned char *bits, int *parent, Tally *tallies,
+                   unsigned *root_masks, fm_cc_header *header)
+{
+    __shared__ Part s_sum;
+    __shared__ int s_first, s_root;
+    __shared__ unsigned s_roots, s_pixels;
+    const int lx = (int)threadIdx.x, ly = (int)threadIdx.y, l = ly * kTileCols + lx;
+    const int cx = (int)blockIdx.x * kTileCols + lx, cy = (int)blockIdx.y * kTileRows + ly;
+    const int c = cy * cells.cols + cx;
+    const unsigned v = cx < cells.cols && cy < cells.rows ? bits[c] : 0u;
+    if (!__syncthreads_or(v != 0)) {
+        if (lx == 0 && cy < cells.rows)
+            root_masks[cells.entry(cy, (int)blockIdx.x)] = 0;
         return;
-    const int r = ranks.slot(x, y);
-    if (parent[r] < 0)
-        return;
-    auto fg = [&](int px, int py) { return parent[ranks.slot(px, py)] >= 0; };
-    const bool left = x > 0 && fg(x - 1, y);
-    const bool up = y % ranks.band != 0 && fg(x, y - 1);     /* never across images */
-    if (left && (x & 31) == 0)
-        unite(parent, r, r - 1);
-    if (up && !(left && fg(x - 1, y - 1)))
-        unite(parent, r, r - ranks.width);
+    }
+    if (l == 0) {
+        s_sum = Part{};
+        s_first = kTileCells;
+        s_roots = s_pixels = 0;
+    }
+    const int root = v ? find_flattening(parent, c) : -1;
+    __syncthreads();
+    if (v)
+        atomicMin(&s_first, l);
+    __syncthreads();
+    if (l == s_first)
+        s_root = root;
+    __syncthreads();
+    const bool one = __syncthreads_and(v == 0 || root == s_root);
+    Part p = v ? part_of<Eight>(v, cx, cy) : Part{};
+    if (warp_sum(&p, v, root)) {
+        if (one) {
+            atomicMax(&s_sum.left_inv, p.left_inv);
+            atomicMax(&s_sum.top_inv, p.top_inv);
+            atomicMax(&s_sum.right1, p.right1);
+            atomicMax(&s_sum.bottom1, p.bottom1);
+            atomicAdd(&s_sum.area, p.area);
+            atomicAdd(&s_sum.sum_x, p.sum_x);
+            atomicAdd(&s_sum.sum_y, p.sum_y);
+        }
+        else {
+            add_to(&tallies[root], p);
+        }
+    }
+    const unsigned roots = __ballot_sync(kFull, v && root == c);
+    const unsigned pixels = warp_total((unsigned)__popc(v));
+    if (lx == 0) {
+        if (cy < cells.rows)
+            root_masks[cells.entry(cy, (int)blockIdx.x)] = roots;
+        if (roots)
+            atomicAdd(&s_roots, (unsigned)__popc(roots));
+        atomicAdd(&s_pixels, pixels);
+    }
+    __syncthreads();
+    if (l == 0) {
+        if (one)
+            add_to(&tallies[s_root], s_sum);
+        if (s_roots)
+            atomicAdd(&header->regions, (int)s_roots);
+        atomicAdd(reinterpret_cast<unsigned long long *>(&header->pixels),
+                  (unsigned long long)s_pixels);
+    }
 }
 
 /* Exclusive prefix sum of v over the block (blockDim.x a multiple of 32);
@@ -330,42 +499,47 @@ __device__ int block_exclusive_sum(int v, int *total)
     return out;
 }
 
-/* Whether slot i is a root; any other foreground slot is pointed at its
- * root on the way (the flattening, in the same pass: a root never changes,
- * and what another thread stores meanwhile is an ancestor, so every walk
- * still ends at the root). */
-struct RootFlag {
-    int *parent;
-    __device__ int operator()(int i) const
-    {
-        const int up = parent[i];
-        if (up == i)
-            return 1;
-        if (up >= 0)
-            parent[i] = find_root(parent, up);
-        return 0;
-    }
-};
-
-struct KeepFlag {
-    const Stat *stats;
-    const int *regions;
+/* A tile row's roots of at least min_area pixels, in cell order (bit k is
+ * the row's cell k of the tile): every region has a pixel, so with
+ * min_area at most 1 each root is kept. */
+struct KeptRoots {
+    const unsigned *masks;
+    const Tally *tallies;
+    Cells cells;
     long long min_area;
-    __device__ int operator()(int i) const
+
+    __device__ int first_cell(int entry) const
     {
-        return i < *regions && (long long)stats[i].area >= min_area;
+        const int cy = entry / cells.tile_cols;
+        return cy * cells.cols + (entry - cy * cells.tile_cols) * kTileCols;
+    }
+    __device__ bool kept(int cell) const
+    {
+        return (long long)tallies[cell].area >= min_area;
+    }
+    /* How many there are: what the scan adds up. */
+    __device__ int operator()(int entry) const
+    {
+        unsigned m = masks[entry];
+        if (m == 0 || min_area <= 1)
+            return __popc(m);
+        const int first = first_cell(entry);
+        int n = 0;
+        for (; m != 0; m &= m - 1)
+            n += kept(first + __ffs((int)m) - 1);
+        return n;
     }
 };
 
-/* Each flagged entry's place among the flagged ones of its scan block; the
- * block's count to totals. */
-template <class Flag>
-__global__ void scan_blocks_kernel(Flag flag, int n, int *local, int *totals)
+/* Each entry's count's place among all counts of its scan block; the
+ * block's sum to totals. */
+template <class Count>
+__global__ void scan_blocks_kernel(Count count, int n, int *local, int *totals)
 {
     const int base = (int)blockIdx.x * kScanBlock + (int)threadIdx.x * kScanPer;
     int f[kScanPer], sum = 0;
     for (int k = 0; k < kScanPer; ++k) {
-        f[k] = base + k < n ? flag(base + k) : 0;
+        f[k] = base + k < n ? count(base + k) : 0;
         sum += f[k];
     }
     int total;
@@ -379,13 +553,10 @@ __global__ void scan_blocks_kernel(Flag flag, int n, int *local, int *totals)
         totals[blockIdx.x] = total;
 }
 
-/* The block counts to their exclusive prefix sums, in place; *count gets
- * the sum of all. One block. */
-__global__ void scan_totals_kernel(int *totals, int n, int *count,
-                                   unsigned long long *zeroed)
+/* The block sums to their exclusive prefix sums, in place; *count gets the
+ * sum of all. One block. */
+__global__ void scan_totals_kernel(int *totals, int n, int *count)
 {
-    if (zeroed != nullptr && threadIdx.x == 0)
-        *zeroed = 0;
     int carry = 0;
     for (int start = 0; start < n; start += (int)blockDim.x) {
         const int i = start + (int)threadIdx.x;
@@ -400,89 +571,6 @@ __global__ void scan_totals_kernel(int *totals, int n, int *count,
         *count = carry;
 }
 
-/* Each root's number, and its region's statistics started at the root. A
- * scan block that holds no root (its offset is the next one's) is not
- * read: most of a frame is background. */
-__global__ void roots_kernel(Ranks ranks, int slots, const int *parent, int *ids,
-                             const int *totals, int scan_blocks, const int *regions,
-                             Stat *stats)
-{
-    const int r = (int)(blockIdx.x * blockDim.x + threadIdx.x);
-    if (r >= slots)
-        return;
-    const int block = r / kScanBlock;
-    if ((block + 1 < scan_blocks ? totals[block + 1] : *regions) == totals[block]
-        || parent[r] != r)
-        return;
-    const int id = ids[r] + totals[r / kScanBlock];
-    ids[r] = id;
-    int x, y;
-    ranks.at(r, &x, &y);
-    stats[id] = Stat{x, y, x, y, 0, 0, 0ull, 0ull};
-}
-
-/* Each thread takes kChunk pixels of a row, as runs of one region; a warp
- * (32 chunks of one row) adds up each region's runs across its lanes and
- * one lane per region adds them to the region: a large region costs a few
- * atomics per warp, not one per pixel. */
-__global__ void gather_kernel(Ranks ranks, const int *parent, const int *ids, Stat *stats)
-{
-    const int y = (int)blockIdx.y;
-    const int lane = (int)(threadIdx.x & 31);
-    int x = ((int)blockIdx.x * kThreads + (int)threadIdx.x) * kChunk;
-    const int end = min(x + kChunk, ranks.width);
-    bool more = x < end;
-    while (__any_sync(kFull, more)) {
-        /* this lane's next run: one region's consecutive pixels */
-        int id = -2 - lane, x0 = 0, x1 = 0, area = 0;
-        unsigned long long sx = 0;
-        while (more && x < end) {
-            const int root = ranks.root(parent, x, y);
-            if (root >= 0) {
-                id = ids[root];
-                x0 = x;
-                while (x < end) {
-                    const int next = ranks.root(parent, x, y);
-                    if (next < 0 || ids[next] != id)
-                        break;
-                    x1 = x;
-                    ++area;
-                    sx += (unsigned long long)x;
-                    ++x;
-                }
-                break;
-            }
-            ++x;
-        }
-        more = x < end;
-        /* lanes in a row holding one region add up, within runs of lanes */
-        const int next_id = __shfl_down_sync(kFull, id, 1);
-        const unsigned edges = __ballot_sync(kFull, lane == 31 || next_id != id);
-        const int last = lane + __ffs(edges >> lane) - 1;   /* the run's last lane */
-        for (int off = 1; off < 32; off <<= 1) {
-            const int o_x1 = __shfl_down_sync(kFull, x1, off);
-            const int o_area = __shfl_down_sync(kFull, area, off);
-            const unsigned long long o_sx = __shfl_down_sync(kFull, sx, off);
-            if (lane + off <= last) {
-                x1 = max(x1, o_x1);
-                area += o_area;
-                sx += o_sx;
-            }
-        }
-        const bool head = lane == 0 || ((edges >> (lane - 1)) & 1u);
-        if (head && id >= 0) {
-            Stat *s = &stats[id];
-            atomicMin(&s->x0, x0);
-            atomicMax(&s->x1, x1);
-            atomicMin(&s->y0, y);
-            atomicMax(&s->y1, y);
-            atomicAdd(&s->area, area);
-            atomicAdd(&s->sum_x, sx);
-            atomicAdd(&s->sum_y, (unsigned long long)area * (unsigned long long)y);
-        }
-    }
-}
-
 /* A coordinate sum in a row's three half-words, low first. */
 __device__ void put48(uint16_t *dst, unsigned long long v)
 {
@@ -491,45 +579,49 @@ __device__ void put48(uint16_t *dst, unsigned long long v)
     dst[2] = (uint16_t)(v >> 32);
 }
 
-/* The kept regions as rows; every region's pixels summed, a warp at a time.
- * The rows after the kept ones up to `read_rows`, and the header's spare
- * words, are zeroed: the host's first copy reads them before it knows the
- * count, and copies nothing left uninitialised. A fixed grid strides over
- * the regions found (known only here), not over the most a mask can hold. */
-__global__ void rows_kernel(const Stat *stats, fm_cc_header *header, long long min_area,
-                            const int *keep_ids, const int *totals, int cap, int read_rows,
+/* The kept regions as rows, a thread a tile row: its kept roots in cell
+ * order from the scanned offset on; each root's row number (or -1, not
+ * kept) to its tally, for the label image. The rows after the kept ones up to
+ * `read_rows`, and the header's spare words, are zeroed: the host's first
+ * copy reads them before it knows the count, and copies nothing left
+ * uninitialised. */
+__global__ void rows_kernel(KeptRoots roots, const int *offsets, const int *totals, int entries,
+                            int read_rows, Tally *tallies, fm_cc_header *header,
                             fm_cc_row *rows)
 {
-    const int lane = (int)(threadIdx.x & 31);
-    const int regions = min(header->regions, cap), kept = header->kept;
-    const int end = max(regions, read_rows);
-    unsigned long long *pixels = reinterpret_cast<unsigned long long *>(&header->pixels);
-    if (blockIdx.x == 0 && threadIdx.x == 0)
-        header->unused[0] = header->unused[1] = 0;
+    const int i = (int)(blockIdx.x * blockDim.x + threadIdx.x);
     const int stride = (int)(gridDim.x * blockDim.x);
-    /* whole warps go round together: the sum below takes every lane */
-    for (int i = (int)(blockIdx.x * blockDim.x + threadIdx.x); i - lane < end; i += stride) {
-        if (i < read_rows && i >= kept)
-            rows[i] = fm_cc_row{};
-        const bool real = i < regions;
-        const Stat s = real ? stats[i] : Stat{0, 0, 0, 0, 0, 0, 0ull, 0ull};
-        unsigned long long area = (unsigned long long)s.area;
-        for (int off = 16; off > 0; off >>= 1)
-            area += __shfl_down_sync(kFull, area, off);
-        if (lane == 0 && area != 0)
-            atomicAdd(pixels, area);
-        if (!real || (long long)s.area < min_area)
+    if (i == 0)
+        header->unused[0] = header->unused[1] = 0;
+    for (int r = header->kept + i; r < read_rows; r += stride)
+        rows[r] = fm_cc_row{};
+    if (i >= entries)
+        return;
+    unsigned m = roots.masks[i];
+    if (m == 0)
+        return;
+    const int first = roots.first_cell(i);
+    int at = -1;                                    /* the offset: written if one is kept */
+    for (; m != 0; m &= m - 1) {
+        const int cell = first + __ffs((int)m) - 1;
+        if (!roots.kept(cell)) {
+            tallies[cell].row = -1;
             continue;
-        const int k = keep_ids[i] + totals[i / kScanBlock];
+        }
+        if (at < 0)
+            at = offsets[i] + totals[i / kScanBlock];
+        const Tally t = tallies[cell];
+        const unsigned x0 = 65535u - t.left_inv, y0 = 65535u - t.top_inv;
         fm_cc_row row;
-        row.x = (uint16_t)s.x0;
-        row.y = (uint16_t)s.y0;
-        row.width = (uint16_t)(s.x1 - s.x0 + 1);
-        row.height = (uint16_t)(s.y1 - s.y0 + 1);
-        row.area = (uint32_t)s.area;
-        put48(row.sum_x, s.sum_x);
-        put48(row.sum_y, s.sum_y);
-        rows[k] = row;
+        row.x = (uint16_t)x0;
+        row.y = (uint16_t)y0;
+        row.width = (uint16_t)(t.right1 - x0);
+        row.height = (uint16_t)(t.bottom1 - y0);
+        row.area = t.area;
+        put48(row.sum_x, t.sum_x);
+        put48(row.sum_y, t.sum_y);
+        rows[at] = row;
+        tallies[cell].row = at++;
     }
 }
 
@@ -563,27 +655,58 @@ __global__ void count_kernel(Pixels pixels, int width, int band, unsigned long l
 /* Each pixel's label: its kept region's number from 1, 0 for background and
  * the regions under min_area (OpenCV's label image, renumbered as the rows
  * are). */
-__global__ void labels_kernel(Ranks ranks, const int *parent, const int *ids, const Stat *stats,
-                              long long min_area, const int *keep_ids, const int *totals,
-                              char *labels, size_t pitch)
+template <bool Eight>
+__global__ void labels_kernel(Cells cells, const unsigned char *bits, const int *parent,
+                              const Tally *tallies, char *labels, size_t pitch)
 {
     const int x = (int)(blockIdx.x * blockDim.x + threadIdx.x);
     const int y = (int)(blockIdx.y * blockDim.y + threadIdx.y);
-    if (x >= ranks.width || y >= ranks.height)
+    if (x >= cells.width || y >= cells.height)
         return;
-    int label = 0;
-    const int root = ranks.root(parent, x, y);
-    if (root >= 0) {
-        const int id = ids[root];
-        if ((long long)stats[id].area >= min_area)
-            label = keep_ids[id] + totals[id / kScanBlock] + 1;
-    }
+    const int c = Eight ? (y >> 1) * cells.cols + (x >> 1) : y * cells.cols + x;
+    const unsigned bit = Eight ? 1u << (((y & 1) << 1) | (x & 1)) : 1u;
+    const int label = (bits[c] & bit) ? tallies[find_root(parent, c)].row + 1 : 0;
     reinterpret_cast<int *>(labels + (size_t)y * pitch)[x] = label;
 }
 
 unsigned blocks_for(size_t n)
 {
     return (unsigned)((n + kThreads - 1) / kThreads);
+}
+
+/* Queues the labelling after the checks: the runs, their unions, the
+ * tiles' statistics, the kept roots counted and scanned, the rows. */
+template <bool Eight>
+cudaError_t launch_cells(const Pixels &pixels, const Cells &cells, const Layout &l,
+                         const Work &w, long long min_area, fm_cc_header *header,
+                         fm_cc_row *rows, size_t read_rows, const fm_image &labels,
+                         cudaStream_t stream)
+{
+    const dim3 warps(32, 8);
+    const dim3 grid(fm_div_up((unsigned)cells.cols, warps.x), fm_div_up((unsigned)cells.rows, warps.y));
+    init_kernel<Eight><<<grid, warps, 0, stream>>>(pixels, cells, w.parent, w.bits, w.tallies,
+                                                   header);
+    merge_kernel<Eight><<<grid, warps, 0, stream>>>(cells, w.bits, w.parent);
+    const dim3 tiles((unsigned)cells.tile_cols, fm_div_up((unsigned)cells.rows, kTileRows));
+    tile_gather_kernel<Eight><<<tiles, dim3(kTileCols, kTileRows), 0, stream>>>(
+        cells, w.bits, w.parent, w.tallies, w.root_masks, header);
+    const KeptRoots roots{w.root_masks, w.tallies, cells, min_area};
+    const int entries = (int)l.entries;
+    scan_blocks_kernel<<<(unsigned)l.entry_blocks, kThreads, 0, stream>>>(
+        roots, entries, w.offsets, w.entry_totals);
+    scan_totals_kernel<<<1, kTotalsThreads, 0, stream>>>(w.entry_totals, (int)l.entry_blocks,
+                                                         &header->kept);
+    const int read = (int)(read_rows < l.regions ? read_rows : l.regions);
+    rows_kernel<<<blocks_for((size_t)(entries > read ? entries : read)), kThreads, 0, stream>>>(
+        roots, w.offsets, w.entry_totals, entries, read, w.tallies, header, rows);
+    if (labels.data != nullptr) {
+        const dim3 block(32, 8);
+        labels_kernel<Eight><<<dim3(fm_div_up((unsigned)cells.width, block.x),
+                                    fm_div_up((unsigned)cells.height, block.y)), block, 0,
+                               stream>>>(cells, w.bits, w.parent, w.tallies,
+                                         static_cast<char *>(labels.data), labels.pitch);
+    }
+    return cudaGetLastError();
 }
 
 }  // namespace
@@ -623,7 +746,7 @@ extern "C" cudaError_t fm_launch_count_foreground(fm_image mask, unsigned char f
         return err;
     const Pixels pixels{static_cast<const unsigned char *>(mask.data),
                         static_cast<const unsigned char *>(zone.data), mask.pitch, zone.pitch,
-                        foreground};
+                        foreground, false};
     const dim3 grid(fm_div_up((unsigned)mask.width, (unsigned)(kThreads * kCountPer)),
                     (unsigned)mask.height);
     count_kernel<<<grid, kThreads, 0, stream>>>(
@@ -647,75 +770,37 @@ extern "C" cudaError_t fm_launch_components(fm_image mask, unsigned char foregro
         || (connectivity != 4 && connectivity != 8)
         || (long long)(mask.width + 1LL) * (mask.height + 1LL) >= (1LL << 30))
         return cudaErrorInvalidValue;
+    const bool eight = connectivity == 8;
     const Layout l = layout_of(mask.width, mask.height, connectivity);
     Work w;
     carve(l, static_cast<char *>(work), &w);
     fm_cc_header *header = static_cast<fm_cc_header *>(out);
     const size_t count_slots = fm_cc_count_slots(images);
     fm_cc_row *rows = reinterpret_cast<fm_cc_row *>(header + 1) + count_slots;
-    unsigned long long *pixels_sum = reinterpret_cast<unsigned long long *>(&header->pixels);
-    const int band = mask.height / images;
-    const Ranks ranks{mask.width, mask.height, connectivity == 8, (mask.width + 1) / 2, band,
-                      w.bits};
-    const int slots = (int)l.slots, regions = (int)l.regions;
-    cudaError_t err;
-
-    const dim3 tile(32, 8);
+    Cells cells;
+    cells.width = mask.width;
+    cells.height = mask.height;
+    cells.cols = eight ? (mask.width + 1) / 2 : mask.width;
+    cells.rows = eight ? (mask.height + 1) / 2 : mask.height;
+    cells.band = cells.rows / images;
+    cells.tile_cols = (int)fm_div_up((unsigned)cells.cols, kTileCols);
     const Pixels pixels{static_cast<const unsigned char *>(mask.data),
                         static_cast<const unsigned char *>(zone.data), mask.pitch, zone.pitch,
-                        foreground};
+                        foreground,
+                        zone.data == nullptr && reinterpret_cast<uintptr_t>(mask.data) % 2 == 0
+                            && mask.pitch % 2 == 0};
     if (images > 1) {
         /* each image's foreground count, after the header */
         unsigned long long *counts = reinterpret_cast<unsigned long long *>(header + 1);
-        if ((err = cudaMemsetAsync(counts, 0, count_slots * sizeof(fm_cc_row), stream))
-            != cudaSuccess)
+        cudaError_t err = cudaMemsetAsync(counts, 0, count_slots * sizeof(fm_cc_row), stream);
+        if (err != cudaSuccess)
             return err;
         count_kernel<<<dim3(fm_div_up((unsigned)mask.width, (unsigned)(kThreads * kCountPer)),
                             (unsigned)mask.height), kThreads, 0, stream>>>(
-            pixels, mask.width, band, counts);
+            pixels, mask.width, mask.height / images, counts);
     }
-    if (connectivity == 8) {
-        const int blocks_h = (mask.height + 1) / 2;
-        const dim3 grid(fm_div_up((unsigned)ranks.blocks_w, tile.x),
-                        fm_div_up((unsigned)blocks_h, tile.y));
-        init8_kernel<<<grid, tile, 0, stream>>>(pixels, ranks, blocks_h, w.parent, w.bits);
-        merge8_kernel<<<grid, tile, 0, stream>>>(ranks, blocks_h, w.parent);
-    }
-    else {
-        const dim3 grid(fm_div_up((unsigned)mask.width, tile.x),
-                        fm_div_up((unsigned)mask.height, tile.y));
-        init4_kernel<<<grid, tile, 0, stream>>>(pixels, mask.width, mask.height, w.parent);
-        merge4_kernel<<<grid, tile, 0, stream>>>(ranks, w.parent);
-    }
-    if ((err = cudaGetLastError()) != cudaSuccess)
-        return err;
-
-    /* the regions numbered in slot order; the trees flattened on the way */
-    scan_blocks_kernel<<<(unsigned)l.slot_blocks, kThreads, 0, stream>>>(
-        RootFlag{w.parent}, slots, w.ids, w.slot_totals);
-    scan_totals_kernel<<<1, kTotalsThreads, 0, stream>>>(w.slot_totals, (int)l.slot_blocks,
-                                                         &header->regions, pixels_sum);
-    roots_kernel<<<blocks_for(l.slots), kThreads, 0, stream>>>(
-        ranks, slots, w.parent, w.ids, w.slot_totals, (int)l.slot_blocks, &header->regions,
-        w.stats);
-    gather_kernel<<<dim3(fm_div_up((unsigned)mask.width, kThreads * kChunk),
-                         (unsigned)mask.height), kThreads, 0, stream>>>(
-        ranks, w.parent, w.ids, w.stats);
-    if ((err = cudaGetLastError()) != cudaSuccess)
-        return err;
-
-    /* the kept ones renumbered in that order, as rows */
-    scan_blocks_kernel<<<(unsigned)l.region_blocks, kThreads, 0, stream>>>(
-        KeepFlag{w.stats, &header->regions, min_area}, regions, w.keep_ids, w.region_totals);
-    scan_totals_kernel<<<1, kTotalsThreads, 0, stream>>>(w.region_totals, (int)l.region_blocks,
-                                                         &header->kept, nullptr);
-    rows_kernel<<<min(blocks_for(l.regions), kRowsBlocks), kThreads, 0, stream>>>(
-        w.stats, header, min_area, w.keep_ids, w.region_totals, regions,
-        (int)(read_rows < l.regions ? read_rows : l.regions), rows);
-    if (labels.data != nullptr)
-        labels_kernel<<<dim3(fm_div_up((unsigned)mask.width, tile.x),
-                             fm_div_up((unsigned)mask.height, tile.y)), tile, 0, stream>>>(
-            ranks, w.parent, w.ids, w.stats, min_area, w.keep_ids, w.region_totals,
-            static_cast<char *>(labels.data), labels.pitch);
-    return cudaGetLastError();
+    return eight ? launch_cells<true>(pixels, cells, l, w, min_area, header, rows, read_rows,
+                                      labels, stream)
+                 : launch_cells<false>(pixels, cells, l, w, min_area, header, rows, read_rows,
+                                       labels, stream);
 }

@@ -57,6 +57,38 @@ def test_a_spiral_across_the_frame_and_a_frame_all_foreground(stream, connectivi
     assert got.centroids.tolist() == [[1919.5, 1079.5]]
 
 
+def serpentine(height, width):
+    """Rows of foreground every third row, joined at alternate ends: one
+    region whose union-find trees grow long across the frame."""
+    m = np.zeros((height, width), np.uint8)
+    m[::3, :] = 255
+    for y in range(0, height - 3, 3):
+        m[y + 1:y + 3, width - 1 if (y // 3) % 2 == 0 else 0] = 255
+    return m
+
+
+@pytest.mark.parametrize("connectivity", [4, 8])
+def test_regions_across_many_tiles_and_a_serpentine(rng, stream, connectivity):
+    # the statistics are summed in tiles of 16 x 32 cells: regions that
+    # cross tiles, masks not a whole number of tiles, views read a pixel
+    # at a time (odd column) or two (even), and one region winding over
+    # 1080 x 1920
+    for h, w in ((31, 63), (33, 65), (100, 700), (257, 130)):
+        mask = random_mask(rng, (h, w))
+        assert_gpu_equals_host(mask, stream, connectivity=connectivity, min_area=2)
+    mask = random_mask(rng, (90, 300))
+    dev = fastmog.GpuMat.from_array(mask, stream=stream)
+    for x0 in (1, 2):
+        want = cpu.connected_components(mask[5:87, x0:x0 + 280], connectivity=connectivity)
+        got = fastmog.connected_components(dev[5:87, x0:x0 + 280], stream=stream,
+                                           connectivity=connectivity)
+        np.testing.assert_array_equal(got.stats, want.stats, err_msg=f"column {x0}")
+        np.testing.assert_array_equal(got.centroids, want.centroids)
+    winding = serpentine(1080, 1920)
+    got = assert_gpu_equals_host(winding, stream, connectivity=connectivity)
+    assert got.count == 1 and got.stats[0, 4] == int((winding == 255).sum())
+
+
 def test_min_area_foreground_and_empty_masks(rng, stream):
     mask = np.where(rng.random((200, 300)) < 0.35, 255, 0).astype(np.uint8)
     for min_area in (0, 1, 2, 5, 40, 10**9):

@@ -9,6 +9,8 @@ import fastmog
 from fastmog._morphology import morphology_stack
 from fastmog.motion import SHAPES
 
+from test_motion_host import random_mask
+
 pytestmark = pytest.mark.gpu
 
 
@@ -69,6 +71,29 @@ def test_views_that_start_between_words(rng, stream):
             binary = np.where(host == values[5, 7], 255, 0).astype(np.uint8)
             np.testing.assert_array_equal(got.download(stream=stream),
                                           fastmog.cpu.morphology(binary, op, 3))
+
+
+def test_binary_3x3_openings_and_closings_across_lanes_warps_and_bands(rng, stream):
+    # the 3x3 opening or closing of a mask made binary works on bits: 8
+    # pixels a lane, 240 columns a warp, 8 rows a band; sizes on each side
+    # of those edges, and views that start 8 bytes in (still on bits) or 1
+    # byte in (bytes), equal the host
+    def check(dev, host, label):
+        binary = np.where(host == 255, 255, 0).astype(np.uint8)
+        for op in ("open", "close"):
+            got = fastmog.morphology(dev, op, 3, foreground=255, stream=stream)
+            np.testing.assert_array_equal(got.download(stream=stream),
+                                          fastmog.cpu.morphology(binary, op, 3),
+                                          err_msg=f"{op} {label}")
+
+    for h, w in ((1, 1), (3, 5), (8, 240), (9, 241), (7, 239), (17, 256), (16, 481),
+                 (33, 960), (25, 1000), (70, 1921)):
+        mask = random_mask(rng, (h, w))
+        check(fastmog.GpuMat.from_array(mask, stream=stream), mask, f"{h}x{w}")
+    mask = random_mask(rng, (41, 530))
+    dev = fastmog.GpuMat.from_array(mask, stream=stream)
+    for x0 in (8, 1, 16):
+        check(dev[3:39, x0:x0 + 500], mask[3:39, x0:x0 + 500], f"from column {x0}")
 
 
 def test_small_openings_and_closings_read_and_write_the_mask_once(rng, stream):
