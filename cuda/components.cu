@@ -235,7 +235,8 @@ __device__ bool touches_left(unsigned here, unsigned left)
  * before any union; its bits go to `bits`. A run's first cell is the only
  * one that can end as a root: its tally is zeroed. A thread a cell, a
  * warp 32 cells of a row; the first cell's thread zeroes the header's
- * counts. */
+ * regions and pixels, which the gather adds to (the scan writes the kept
+ * count whole). */
 template <bool Eight>
 __global__ void init_kernel(Pixels pixels, Cells cells, int *parent, unsigned char *bits,
                             Tally *tallies, fm_cc_header *header)
