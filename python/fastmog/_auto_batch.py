@@ -11,8 +11,8 @@ only while the kernel is the slowest stage: each candidate, smallest first,
 is timed over a few launches (CUDA events on the three streams, read when
 the launch's masks are due, so nothing waits for them), and the first whose
 kernel time per frame is under MARGIN times the slower copy stage's
-(measured one frame a launch) is kept. If none is, the one whose kernel was fastest per frame is. The masks
-are the same whatever K is.
+(measured one frame a launch) is kept. If none is, the one whose kernel
+was fastest per frame is. The masks are the same whatever K is.
 """
 import statistics
 
