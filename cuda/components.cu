@@ -4,12 +4,13 @@
  * 4). Union-find over the cells, in the order regions are numbered by,
  * with atomicMin links, the larger root always under the smaller, so a
  * region's root is its least cell (OpenCV numbers regions in raster order
- * of their first cell). The statistics are summed in tiles of 16 rows of
- * 32 cells (a warp a row): a warp's cells of one region at once, a tile's
- * in shared memory where the tile holds one region, and added to the
- * region's root; a scan over each tile row's 32-bit mask of roots gives
- * every kept region its row. Exact by construction: integers only. See
- * components_launch.h. */
+ * of their first cell). Every pass takes 4 cells a thread (one word of
+ * the cells' bits), so that the background, most of a frame, costs a load
+ * a thread. The statistics are summed in tiles of 16 rows of 32 cells: a
+ * warp's cells of one region at once, a tile's in shared memory where the
+ * tile holds one region, and added to the region's root; a scan over each
+ * tile row's 32-bit mask of roots gives every kept region its row. Exact
+ * by construction: integers only. See components_launch.h. */
 #include <stdint.h>
 
 #include "components_launch.h"
@@ -21,13 +22,15 @@ constexpr unsigned kFull = 0xffffffffu;
 constexpr int kThreads = 256;
 constexpr int kScanPer = 4;                       /* entries per thread of a scan block */
 constexpr int kScanBlock = kThreads * kScanPer;   /* entries per scan block */
-constexpr int kTotalsThreads = 1024;
 constexpr size_t kAlign = 256;
-/* A tile of the statistics' pass: kTileRows rows of kTileCols cells, a
- * thread a cell, a warp a row. */
+/* A tile of the statistics' pass: kTileRows rows of kTileCols cells. */
 constexpr int kTileCols = 32;
 constexpr int kTileRows = 16;
 constexpr int kTileCells = kTileCols * kTileRows;
+/* Cells a thread, a byte each of one 32-bit word: in the runs' and the
+ * unions' passes a warp's 32 * kPer cells of a row are a segment, which a
+ * run never leaves before the unions. */
+constexpr int kPer = 4;
 
 /* Cell bits with 8-connectivity: pixel (x & 1, y & 1) of a block is bit
  * (y & 1) * 2 + (x & 1). A block's columns and rows. With 4-connectivity a
@@ -51,6 +54,7 @@ struct Cells {
     int cols, rows;         /* cells */
     int band;
     int tile_cols;          /* tiles across */
+    int bits_pitch;         /* cells a row of the bits: cols rounded up to kPer, the rest 0 */
 
     /* Whether cell row cy starts an image: its cells join nothing above.
      * One image needs no division. */
@@ -60,10 +64,13 @@ struct Cells {
     }
     /* A tile row's entry: its 32 cells' mask of roots, its kept regions' offset. */
     __device__ int entry(int cy, int tile_x) const { return cy * tile_cols + tile_x; }
+    /* Cell (cx, cy)'s place in the bits. */
+    __device__ int bit(int cx, int cy) const { return cy * bits_pitch + cx; }
 };
 
 struct Layout {
     size_t cells, regions, entries, entry_blocks;
+    size_t bits_pitch, bits;
 };
 
 Layout layout_of(int width, int height, int connectivity)
@@ -76,6 +83,8 @@ Layout layout_of(int width, int height, int connectivity)
     l.regions = eight ? l.cells : ((size_t)width * height + 1) / 2;
     l.entries = rows * ((cols + kTileCols - 1) / kTileCols);
     l.entry_blocks = (l.entries + kScanBlock - 1) / kScanBlock;
+    l.bits_pitch = (cols + kPer - 1) / kPer * kPer;
+    l.bits = rows * l.bits_pitch;
     return l;
 }
 
@@ -84,8 +93,9 @@ size_t aligned(size_t n)
     return (n + kAlign - 1) / kAlign * kAlign;
 }
 
-/* The scratch, carved in this order. Per cell: its parent, its bits and
- * its region's tally (roots only: indexed by the root's cell). Per tile
+/* The scratch, carved in this order. Per cell: its parent (foreground
+ * cells only), its bits (rows of bits_pitch) and its region's tally (roots
+ * only: indexed by the root's cell). Per tile
  * row: the roots' mask and the kept regions' offset; per scan block, its
  * total. */
 struct Work {
@@ -105,7 +115,7 @@ size_t carve(const Layout &l, char *base, Work *w)
         return p;
     };
     w->parent = (int *)take(l.cells * sizeof(int));
-    w->bits = (unsigned char *)take(l.cells);
+    w->bits = (unsigned char *)take(l.bits);
     w->tallies = (Tally *)take(l.cells * sizeof(Tally));
     w->root_masks = (unsigned *)take(l.entries * sizeof(unsigned));
     w->offsets = (int *)take(l.entries * sizeof(int));
@@ -155,13 +165,39 @@ __device__ int find_flattening(int *parent, int r)
     return root;
 }
 
+/* The roots of *a's and *b's trees, each found as find_halving finds it,
+ * the two walks a step at a time together: their loads are issued at
+ * once, so a join waits for the longer path, not for both one after the
+ * other. (A finished walk's load is not used.) */
+__device__ void find_both(int *parent, int *a, int *b)
+{
+    int ra = *a, rb = *b;
+    int ua = parent[ra], ub = parent[rb];
+    while (ua != ra || ub != rb) {
+        const int na = parent[ua], nb = parent[ub];
+        if (ua != ra) {
+            if (na != ua)
+                parent[ra] = na;
+            ra = ua;
+            ua = na;
+        }
+        if (ub != rb) {
+            if (nb != ub)
+                parent[rb] = nb;
+            rb = ub;
+            ub = nb;
+        }
+    }
+    *a = ra;
+    *b = rb;
+}
+
 /* Joins the trees of a and b: the larger root goes under the smaller; a
  * link another thread changed first is followed and tried again. */
 __device__ void unite(int *parent, int a, int b)
 {
     for (;;) {
-        a = find_halving(parent, a);
-        b = find_halving(parent, b);
+        find_both(parent, &a, &b);
         if (a == b)
             return;
         if (a < b) {
@@ -179,36 +215,52 @@ __device__ void unite(int *parent, int a, int b)
     }
 }
 
-/* The lowest lane of this lane's run among `linked` (bit i: lane i joins
- * lane i - 1; lane 0 never does). */
-__device__ int run_start(unsigned linked, int lane)
+/* Which of a word's 4 bytes equal `value`, as bits 0 to 3. */
+__device__ unsigned matches(unsigned word, unsigned char value)
 {
-    const unsigned upto = lane == 31 ? kFull : (2u << lane) - 1u;
-    return 31 - __clz(~linked & upto);
+    unsigned b = 0;
+    for (int k = 0; k < 4; k++)
+        b |= (unsigned)((word >> 8 * k & 0xffu) == value) << k;
+    return b;
 }
 
-/* Whether pixel (x, y), inside the image, is labelled. `pairs`: no zone,
- * and every row starts at an even address, so a 2x2 block is two 16-bit
- * loads. */
+/* Whether pixel (x, y), inside the image, is labelled. `vectors`: every
+ * row of the mask, and of the zone, starts at an address a thread's pixels
+ * are one load from (8 bytes with 8-connectivity, 4 with 4). */
 struct Pixels {
     const unsigned char *mask, *zone;
     size_t pitch, zone_pitch;
     unsigned char foreground;
-    bool pairs;
+    bool vectors;
     __device__ bool operator()(int x, int y) const
     {
         return mask[(size_t)y * pitch + (size_t)x] == foreground
                && (zone == nullptr || zone[(size_t)y * zone_pitch + (size_t)x] != 0);
     }
-    /* Pixels (x, y) and (x + 1, y) as bits 0 and 1; x even. */
-    __device__ unsigned pair(int x, int y) const
+    /* Pixels x to x + 3 of row y as bits 0 to 3; x a multiple of 4. */
+    __device__ unsigned four(int x, int y) const
     {
-        const unsigned two = *reinterpret_cast<const uint16_t *>(mask + (size_t)y * pitch + x);
-        return (unsigned)((two & 0xffu) == foreground) | (unsigned)((two >> 8) == foreground) << 1;
+        const unsigned m = *reinterpret_cast<const unsigned *>(mask + (size_t)y * pitch + x);
+        unsigned b = matches(m, foreground);
+        if (zone != nullptr)
+            b &= ~matches(*reinterpret_cast<const unsigned *>(zone + (size_t)y * zone_pitch + x),
+                          0) & 0xfu;
+        return b;
+    }
+    /* Pixels x to x + 7 of row y as bits 0 to 7; x a multiple of 8. */
+    __device__ unsigned eight(int x, int y) const
+    {
+        const uint2 m = *reinterpret_cast<const uint2 *>(mask + (size_t)y * pitch + x);
+        unsigned b = matches(m.x, foreground) | matches(m.y, foreground) << 4;
+        if (zone != nullptr) {
+            const uint2 z = *reinterpret_cast<const uint2 *>(zone + (size_t)y * zone_pitch + x);
+            b &= ~(matches(z.x, 0) | matches(z.y, 0) << 4) & 0xffu;
+        }
+        return b;
     }
 };
 
-/* Cell (cx, cy)'s bits, inside the cells. */
+/* Cell (cx, cy)'s bits, inside the cells, a pixel at a time. */
 template <bool Eight>
 __device__ unsigned cell_bits(const Pixels &pixels, const Cells &cells, int cx, int cy)
 {
@@ -216,11 +268,47 @@ __device__ unsigned cell_bits(const Pixels &pixels, const Cells &cells, int cx, 
         return pixels(cx, cy) ? 1u : 0u;
     const int x = 2 * cx, y = 2 * cy;
     const bool right = x + 1 < cells.width, below = y + 1 < cells.height;
-    if (pixels.pairs && right && below)
-        return pixels.pair(x, y) | pixels.pair(x, y + 1) << 2;
     return (unsigned)pixels(x, y) | (unsigned)(right && pixels(x + 1, y)) << 1
            | (unsigned)(below && pixels(x, y + 1)) << 2
            | (unsigned)(right && below && pixels(x + 1, y + 1)) << 3;
+}
+
+/* Cell k of a thread's word of kPer cells. */
+__device__ unsigned cell(unsigned word, int k)
+{
+    return word >> 8 * k & 0xffu;
+}
+
+/* The word of cells cx0 to cx0 + kPer - 1 of row cy, 0 past the row's end:
+ * one or two loads a row where the rows allow it. */
+template <bool Eight>
+__device__ unsigned cells_word(const Pixels &pixels, const Cells &cells, int cx0, int cy)
+{
+    unsigned word = 0;
+    if (Eight) {
+        const int x = 2 * cx0, y = 2 * cy;
+        if (pixels.vectors && x + 2 * kPer <= cells.width && y + 1 < cells.height) {
+            const unsigned top = pixels.eight(x, y), bottom = pixels.eight(x, y + 1);
+            for (int k = 0; k < kPer; k++)
+                word |= ((top >> 2 * k & 3u) | (bottom >> 2 * k & 3u) << 2) << 8 * k;
+            return word;
+        }
+    }
+    else if (pixels.vectors && cx0 + kPer <= cells.width) {
+        const unsigned row = pixels.four(cx0, cy);
+        for (int k = 0; k < kPer; k++)
+            word |= (row >> k & 1u) << 8 * k;
+        return word;
+    }
+    for (int k = 0; k < kPer && cx0 + k < cells.cols; k++)
+        word |= cell_bits<Eight>(pixels, cells, cx0 + k, cy) << 8 * k;
+    return word;
+}
+
+/* The bits' word of cells cx0 to cx0 + kPer - 1 of row cy. */
+__device__ unsigned bits_word(const unsigned char *bits, const Cells &cells, int cx0, int cy)
+{
+    return *reinterpret_cast<const unsigned *>(bits + cells.bit(cx0, cy));
 }
 
 /* Whether a cell touches the cell on its left (bits `left`). */
@@ -230,75 +318,174 @@ __device__ bool touches_left(unsigned here, unsigned left)
     return Eight ? (here & kLeftColumn) && (left & kRightColumn) : here && left;
 }
 
+/* Bit k: the word's cell k touches the cell on its left (cell k - 1, or
+ * `left` for cell 0). */
+template <bool Eight>
+__device__ unsigned links(unsigned word, unsigned left)
+{
+    unsigned linked = 0;
+    for (int k = 0; k < kPer; k++)
+        linked |= (unsigned)touches_left<Eight>(cell(word, k), k > 0 ? cell(word, k - 1) : left)
+                  << k;
+    return linked;
+}
+
+/* Whether bits from + 1 to to of `linked` are all set (from at least -1):
+ * the cells between from and to are one run. */
+__device__ bool all_linked(unsigned linked, int from, int to)
+{
+    const unsigned span = (2u << to) - (1u << (from + 1));
+    return (linked & span) == span;
+}
+
 /* Each foreground cell points at the first cell of its run of touching
- * cells within its warp's 32 of a row (the ballot), so a run is one tree
- * before any union; its bits go to `bits`. A run's first cell is the only
- * one that can end as a root: its tally is zeroed. A thread a cell, a
- * warp 32 cells of a row; the first cell's thread zeroes the header's
- * regions and pixels, which the gather adds to (the scan writes the kept
- * count whole). */
+ * cells within its warp's segment, so a run is one tree before any union;
+ * the bits go to `bits`. A run's first cell is the only one that can end
+ * as a root: its tally is zeroed. A thread kPer cells: the run's first cell
+ * is the thread's last start up to the cell, or else the segment's last
+ * before the thread (a max scan over the lanes); the parents and tallies
+ * are written after a shuffle, a warp's stores to neighbouring cells. The first thread zeroes
+ * the header's regions and pixels, which the gather adds to (the rows
+ * pass writes the kept count whole). A background cell's parent is never
+ * read, so it is not written. */
 template <bool Eight>
 __global__ void init_kernel(Pixels pixels, Cells cells, int *parent, unsigned char *bits,
                             Tally *tallies, fm_cc_header *header)
 {
     const int lane = (int)(threadIdx.x & 31);
-    const int cx = (int)(blockIdx.x * blockDim.x + threadIdx.x);
+    const int cx0 = (int)(blockIdx.x * blockDim.x + threadIdx.x) * kPer;
     const int cy = (int)(blockIdx.y * blockDim.y + threadIdx.y);
     if (cy >= cells.rows)
         return;                             /* whole warps leave together */
-    const bool here = cx < cells.cols;
-    const unsigned v = here ? cell_bits<Eight>(pixels, cells, cx, cy) : 0u;
-    const unsigned left = __shfl_up_sync(kFull, v, 1);
-    const unsigned linked = __ballot_sync(kFull, lane > 0 && touches_left<Eight>(v, left));
-    if (!here)
-        return;
-    const int c = cy * cells.cols + cx;
-    if (c == 0) {
+    const bool here = cx0 < cells.cols;
+    const unsigned word = here ? cells_word<Eight>(pixels, cells, cx0, cy) : 0u;
+    const unsigned left = __shfl_up_sync(kFull, cell(word, kPer - 1), 1);
+    const unsigned linked = links<Eight>(word, lane > 0 ? left : 0u);
+    unsigned starts = 0;                    /* foreground cells joining none on their left */
+    for (int k = 0; k < kPer; k++)
+        starts |= (unsigned)(cell(word, k) != 0 && !(linked >> k & 1u)) << k;
+    int last = starts ? lane * kPer + 31 - __clz((int)starts) : -1;
+    for (int off = 1; off < 32; off <<= 1) {
+        const int n = __shfl_up_sync(kFull, last, off);
+        if (lane >= off)
+            last = max(last, n);
+    }
+    int run = __shfl_up_sync(kFull, last, 1);   /* a linked first cell has lane > 0 */
+    /* byte k: cell k's run's first cell in the segment, plus 1; 0 for background */
+    unsigned runs = 0;
+    for (int k = 0; k < kPer; k++) {
+        if (starts >> k & 1u)
+            run = lane * kPer + k;
+        runs |= cell(word, k) != 0 ? (unsigned)(run + 1) << 8 * k : 0u;
+    }
+    if (here)
+        *reinterpret_cast<unsigned *>(bits + cells.bit(cx0, cy)) = word;
+    if (cx0 == 0 && cy == 0) {
         header->regions = 0;                /* counted by the gather */
         header->pixels = 0;
     }
-    const int first = c - lane + run_start(linked, lane);
-    bits[c] = (unsigned char)v;
-    parent[c] = v ? first : -1;
-    if (v && first == c)
-        tallies[c] = Tally{};
+    if (!__any_sync(kFull, runs != 0))
+        return;                             /* a segment of background, most of a frame */
+    /* the segment's cells written a warp's 32 at a time, lane by lane (the
+     * stores coalesce): cell 32r + lane is byte lane % kPer of lane
+     * (32r + lane) / kPer's runs */
+    const int segment = cx0 - lane * kPer, base = cy * cells.cols + segment;
+    for (int r = 0; r < kPer; r++) {
+        const unsigned from = __shfl_sync(kFull, runs, (32 * r + lane) / kPer);
+        const int x = 32 * r + lane, first = (int)cell(from, lane % kPer) - 1;
+        if (first < 0 || segment + x >= cells.cols)
+            continue;
+        parent[base + x] = base + first;
+        if (first == x)
+            tallies[base + x] = Tally{};
+    }
+}
+
+/* Whether a cell (bits v) touches the cell above it at column offset d
+ * (-1, 0 or 1; with 4-connectivity only 0), whose bits are `up`. */
+template <bool Eight>
+__device__ bool touches_up(unsigned v, unsigned up, int d)
+{
+    if (!Eight)
+        return d == 0 && v && up;
+    if (d == 0)
+        return (v & kTopRow) && (up & kBottomRow);
+    return d < 0 ? (v & 1u) && (up & 8u) : (v & 2u) && (up & 4u);
 }
 
 /* Each foreground cell joins the earlier cells it touches that may lie in
- * another tree: the row above (up; with 8-connectivity up-left and
- * up-right through the corner pixels) and the left cell across a warp's
- * 32 (the runs' ends). With 4-connectivity up is left out where it is
- * reached through left and up-left. A thread a cell: a thread that took
- * four (fewer waves) was slower on a real scene, its unions' chains of
- * loads one after another. */
+ * another tree: the cell on its left across a segment's start, and the row
+ * above (with 8-connectivity up-left and up-right too, through the corner
+ * pixels). A thread kPer cells, its neighbours' bits from the lanes beside
+ * it, every load issued before any is used. A join is left out where it is
+ * implied: the thread's last join was made by a cell of this cell's run to
+ * a cell of the same run above (the region is the same whichever joins
+ * make it, and its root its least cell), so a run under a run is mostly
+ * one join a thread. The joins are listed first and made after, so that
+ * the lanes of a warp make theirs together. */
 template <bool Eight>
 __global__ void merge_kernel(Cells cells, const unsigned char *bits, int *parent)
 {
-    const int cx = (int)(blockIdx.x * blockDim.x + threadIdx.x);
+    constexpr int kSegmentJoin = 3 * kPer;  /* the join's bit, after cell k's 3k to 3k + 2 */
+    const int lane = (int)(threadIdx.x & 31);
+    const int cx0 = (int)(blockIdx.x * blockDim.x + threadIdx.x) * kPer;
     const int cy = (int)(blockIdx.y * blockDim.y + threadIdx.y);
-    if (cx >= cells.cols || cy >= cells.rows)
+    if (cy >= cells.rows)
+        return;                             /* whole warps leave together */
+    const bool here = cx0 < cells.cols, above = !cells.starts_image(cy);
+    /* lane 0's cells on the left, lane 31's above on the right */
+    const bool first = here && lane == 0 && cx0 > 0;
+    const bool last = here && lane == 31 && cx0 + kPer < cells.cols;
+    const unsigned word = here ? bits_word(bits, cells, cx0, cy) : 0u;
+    const unsigned up = here && above ? bits_word(bits, cells, cx0, cy - 1) : 0u;
+    const unsigned side = first ? bits[cells.bit(cx0 - 1, cy)] : 0u;
+    const unsigned side_up =
+        above && (first || last) ? bits[cells.bit(first ? cx0 - 1 : cx0 + kPer, cy - 1)] : 0u;
+    if (!__any_sync(kFull, word != 0))
         return;
-    const int c = cy * cells.cols + cx;
-    const unsigned v = bits[c];
-    if (v == 0)
+    /* every lane shuffles; lanes 0 and 31 then take their own loads */
+    const unsigned beside = __shfl_up_sync(kFull, cell(word, kPer - 1), 1);
+    const unsigned beside_up = __shfl_up_sync(kFull, cell(up, kPer - 1), 1);
+    const unsigned after_up = __shfl_down_sync(kFull, cell(up, 0), 1);
+    const unsigned left = lane == 0 ? side : beside;
+    const unsigned up_left = lane == 0 ? side_up : beside_up;
+    const unsigned up_right = lane == 31 ? side_up : after_up;
+    if (word == 0)
         return;
-    const bool left = cx > 0 && touches_left<Eight>(v, bits[c - 1]);
-    if (left && (cx & 31) == 0)
-        unite(parent, c, c - 1);
-    if (cells.starts_image(cy))
-        return;                             /* never across images */
-    const int u = c - cells.cols;
-    if (!Eight) {
-        if (bits[u] && !(left && bits[u - 1]))
-            unite(parent, c, u);
-        return;
+    /* the cells above, from up-left of cell 0 to up-right of the last: j + 1 for cell j */
+    const unsigned long long ups = (unsigned long long)up_left | (unsigned long long)up << 8
+                                   | (unsigned long long)up_right << (8 * (kPer + 1));
+    auto above_cell = [&](int j) { return (unsigned)(ups >> 8 * (j + 1)) & 0xffu; };
+    unsigned up_linked = 0;                 /* bit j + 1: cell j above touches j - 1 */
+    for (int j = 0; j <= kPer; j++)
+        up_linked |= (unsigned)touches_left<Eight>(above_cell(j), above_cell(j - 1)) << (j + 1);
+    const unsigned linked = links<Eight>(word, left);
+    unsigned joins = lane == 0 && (linked & 1u) ? 1u << kSegmentJoin : 0u;
+    int joined = -1, to = 0;                /* the last join: its cell and the cell above */
+    for (int k = 0; k < kPer && above; k++) {
+        const unsigned v = cell(word, k);
+        if (v == 0)
+            continue;
+        if (joined >= 0 && !all_linked(linked, joined, k))
+            joined = -1;
+        for (int d = -1; d <= 1; d++) {
+            const int j = k + d;
+            if (!touches_up<Eight>(v, above_cell(j), d))
+                continue;
+            if (joined < 0 || !all_linked(up_linked, min(to, j) + 1, max(to, j) + 1))
+                joins |= 1u << (3 * k + d + 1);
+            joined = k;
+            to = j;
+        }
     }
-    if ((v & kTopRow) && (bits[u] & kBottomRow))
-        unite(parent, c, u);
-    if (cx > 0 && (v & 1u) && (bits[u - 1] & 8u))
-        unite(parent, c, u - 1);
-    if (cx + 1 < cells.cols && (v & 2u) && (bits[u + 1] & 4u))
-        unite(parent, c, u + 1);
+    const int c0 = cy * cells.cols + cx0, u0 = c0 - cells.cols;
+    for (; joins != 0; joins &= joins - 1) {
+        const int i = __ffs((int)joins) - 1;
+        if (i == kSegmentJoin)
+            unite(parent, c0, c0 - 1);
+        else
+            unite(parent, c0 + i / 3, u0 + i / 3 + i % 3 - 1);
+    }
 }
 
 /* One cell's part of its region's statistics (Tally's encoding). */
@@ -388,48 +575,89 @@ __device__ bool warp_sum(Part *p, unsigned v, int key)
 #endif
 }
 
-/* A tile's statistics, after the unions: each cell finds its region's
- * root (find_flattening), its part is summed per region a warp at a time
- * (warp_sum) and added to the root's tally;
- * where every foreground cell of the tile has one root (a large region),
- * the warps' sums meet in shared memory first, so the root takes one add
- * per tile, not one per warp. Each tile row's mask of roots goes to
+/* Part p added into `into` (both in Tally's encoding). */
+__device__ void combine(Part *into, const Part &p)
+{
+    into->left_inv = max(into->left_inv, p.left_inv);
+    into->top_inv = max(into->top_inv, p.top_inv);
+    into->right1 = max(into->right1, p.right1);
+    into->bottom1 = max(into->bottom1, p.bottom1);
+    into->area += p.area;
+    into->sum_x += p.sum_x;
+    into->sum_y += p.sum_y;
+}
+
+/* A tile's statistics, after the unions. A thread takes kPer cells of a
+ * row (kTileCols / kPer threads a row, so an empty tile, most of a frame,
+ * costs one load a thread and one barrier): each foreground cell finds its
+ * region's root (find_flattening; a cell touching the one on its left
+ * shares its root), the thread sums the parts of its first cell's region
+ * and adds any other region's cell itself; the threads' sums are summed per
+ * region a warp at a time (warp_sum) and added to the root's tally. Where
+ * every foreground cell of the tile has one root (a large region), the
+ * warps' sums meet in shared memory first, so the root takes one add per
+ * tile, not one per warp. Each tile row's mask of roots goes to
  * root_masks; the header gets the regions and pixels counted. A tile's
- * sums fit 32 bits: at most 2048 pixels of x below 65536. An empty tile,
- * most of a frame, leaves after one barrier. */
+ * sums fit 32 bits: at most 2048 pixels of x below 65536. */
+constexpr int kTileThreads = kTileCells / kPer;
+
 template <bool Eight>
-__global__ void __launch_bounds__(kTileCells)
+__global__ void __launch_bounds__(kTileThreads)
 tile_gather_kernel(Cells cells, const unsigned char *bits, int *parent, Tally *tallies,
                    unsigned *root_masks, fm_cc_header *header)
 {
+    constexpr int kRowThreads = kTileCols / kPer;
     __shared__ Part s_sum;
-    __shared__ int s_first, s_root;
+    __shared__ int s_root;
     __shared__ unsigned s_roots, s_pixels;
-    const int lx = (int)threadIdx.x, ly = (int)threadIdx.y, l = ly * kTileCols + lx;
-    const int cx = (int)blockIdx.x * kTileCols + lx, cy = (int)blockIdx.y * kTileRows + ly;
-    const int c = cy * cells.cols + cx;
-    const unsigned v = cx < cells.cols && cy < cells.rows ? bits[c] : 0u;
-    if (!__syncthreads_or(v != 0)) {
-        if (lx == 0 && cy < cells.rows)
+    const int l = (int)threadIdx.x, tx = l % kRowThreads;
+    const int cx0 = (int)blockIdx.x * kTileCols + tx * kPer;
+    const int cy = (int)blockIdx.y * kTileRows + l / kRowThreads;
+    const bool inside = cx0 < cells.cols && cy < cells.rows;
+    const unsigned word = inside ? bits_word(bits, cells, cx0, cy) : 0u;
+    if (!__syncthreads_or(word != 0)) {
+        if (tx == 0 && cy < cells.rows)
             root_masks[cells.entry(cy, (int)blockIdx.x)] = 0;
         return;
     }
     if (l == 0) {
         s_sum = Part{};
-        s_first = kTileCells;
         s_roots = s_pixels = 0;
     }
-    const int root = v ? find_flattening(parent, c) : -1;
+    const int c0 = cy * cells.cols + cx0;
+    const unsigned linked = links<Eight>(word, 0u);
+    int roots[kPer];
+    for (int k = 0; k < kPer; k++) {
+        if (cell(word, k) == 0)
+            roots[k] = -1;
+        else
+            roots[k] = k > 0 && (linked >> k & 1u) ? roots[k - 1] : find_flattening(parent, c0 + k);
+    }
+    /* the thread's first region: the root of its first foreground cell */
+    int key = -1;
+    for (int k = kPer - 1; k >= 0; k--)
+        key = roots[k] >= 0 ? roots[k] : key;
+    __syncthreads();                        /* s_sum, s_roots and s_pixels are set */
+    if (key >= 0)
+        atomicExch(&s_root, key);           /* any foreground cell's root: the test below */
+    bool single = true;                     /* the thread's foreground cells all in key's region */
+    for (int k = 0; k < kPer; k++)
+        single = single && (roots[k] < 0 || roots[k] == key);
     __syncthreads();
-    if (v)
-        atomicMin(&s_first, l);
-    __syncthreads();
-    if (l == s_first)
-        s_root = root;
-    __syncthreads();
-    const bool one = __syncthreads_and(v == 0 || root == s_root);
-    Part p = v ? part_of<Eight>(v, cx, cy) : Part{};
-    if (warp_sum(&p, v, root)) {
+    const bool one = __syncthreads_and(key < 0 || (single && key == s_root));
+    Part p{};
+    unsigned own = 0;                       /* bit k: cell k is its region's root */
+    for (int k = 0; k < kPer; k++) {
+        if (roots[k] < 0)
+            continue;
+        own |= (unsigned)(roots[k] == c0 + k) << k;
+        const Part q = part_of<Eight>(cell(word, k), cx0 + k, cy);
+        if (roots[k] == key)
+            combine(&p, q);
+        else
+            add_to(&tallies[roots[k]], q);  /* never when one */
+    }
+    if (warp_sum(&p, key >= 0 ? 1u : 0u, key)) {
         if (one) {
             atomicMax(&s_sum.left_inv, p.left_inv);
             atomicMax(&s_sum.top_inv, p.top_inv);
@@ -440,18 +668,22 @@ tile_gather_kernel(Cells cells, const unsigned char *bits, int *parent, Tally *t
             atomicAdd(&s_sum.sum_y, p.sum_y);
         }
         else {
-            add_to(&tallies[root], p);
+            add_to(&tallies[key], p);
         }
     }
-    const unsigned roots = __ballot_sync(kFull, v && root == c);
-    const unsigned pixels = warp_total((unsigned)__popc(v));
-    if (lx == 0) {
+    /* the row's 32 cells' roots, from its kRowThreads neighbouring lanes */
+    unsigned row_roots = own << (kPer * tx);
+    for (int off = 1; off < kRowThreads; off <<= 1)
+        row_roots |= __shfl_xor_sync(kFull, row_roots, off);
+    const unsigned pixels = warp_total((unsigned)__popc(word));
+    if (tx == 0) {
         if (cy < cells.rows)
-            root_masks[cells.entry(cy, (int)blockIdx.x)] = roots;
-        if (roots)
-            atomicAdd(&s_roots, (unsigned)__popc(roots));
-        atomicAdd(&s_pixels, pixels);
+            root_masks[cells.entry(cy, (int)blockIdx.x)] = row_roots;
+        if (row_roots)
+            atomicAdd(&s_roots, (unsigned)__popc(row_roots));
     }
+    if ((l & 31) == 0)
+        atomicAdd(&s_pixels, pixels);
     __syncthreads();
     if (l == 0) {
         if (one)
@@ -554,24 +786,6 @@ __global__ void scan_blocks_kernel(Count count, int n, int *local, int *totals)
         totals[blockIdx.x] = total;
 }
 
-/* The block sums to their exclusive prefix sums, in place; *count gets the
- * sum of all. One block. */
-__global__ void scan_totals_kernel(int *totals, int n, int *count)
-{
-    int carry = 0;
-    for (int start = 0; start < n; start += (int)blockDim.x) {
-        const int i = start + (int)threadIdx.x;
-        const int v = i < n ? totals[i] : 0;
-        int total;
-        const int at = block_exclusive_sum(v, &total);
-        if (i < n)
-            totals[i] = carry + at;
-        carry += total;
-    }
-    if (threadIdx.x == 0)
-        *count = carry;
-}
-
 /* A coordinate sum in a row's three half-words, low first. */
 __device__ void put48(uint16_t *dst, unsigned long long v)
 {
@@ -582,23 +796,48 @@ __device__ void put48(uint16_t *dst, unsigned long long v)
 
 /* The kept regions as rows, a thread a tile row: its kept roots in cell
  * order from the scanned offset on; each root's row number (or -1, not
- * kept) to its tally, for the label image. The rows after the kept ones up to
- * `read_rows`, and the header's spare words, are zeroed: the host's first
- * copy reads them before it knows the count, and copies nothing left
- * uninitialised. */
-__global__ void rows_kernel(KeptRoots roots, const int *offsets, const int *totals, int entries,
-                            int read_rows, Tally *tallies, fm_cc_header *header,
-                            fm_cc_row *rows)
+ * kept) to its tally, for the label image. Each block first sums the scan
+ * blocks' totals: those before its own entries' (kScanBlock is a multiple
+ * of the block, so they lie in one scan block) give their offset, all of
+ * them the kept count; a block with nothing to write leaves first. The
+ * rows after the kept ones up to `read_rows`, and the header's spare
+ * words, are zeroed: the host's first copy reads them before it knows the
+ * count, and copies nothing left uninitialised. */
+__global__ void __launch_bounds__(kThreads)
+rows_kernel(KeptRoots roots, const int *offsets, const int *totals, int blocks, int entries,
+            int read_rows, Tally *tallies, fm_cc_header *header, fm_cc_row *rows)
 {
+    __shared__ int s_before, s_kept;
     const int i = (int)(blockIdx.x * blockDim.x + threadIdx.x);
     const int stride = (int)(gridDim.x * blockDim.x);
-    if (i == 0)
-        header->unused[0] = header->unused[1] = 0;
-    for (int r = header->kept + i; r < read_rows; r += stride)
-        rows[r] = fm_cc_row{};
-    if (i >= entries)
+    const int start = (int)(blockIdx.x * blockDim.x), own_block = start / kScanBlock;
+    const unsigned found = i < entries ? roots.masks[i] : 0u;
+    if (threadIdx.x == 0)
+        s_before = s_kept = 0;
+    /* only a block with roots, rows to zero or the header to write needs the totals */
+    if (!__syncthreads_or(found != 0) && start >= read_rows && blockIdx.x != 0)
         return;
-    unsigned m = roots.masks[i];
+    unsigned before = 0, all = 0;
+    for (int b = (int)threadIdx.x; b < blocks; b += (int)blockDim.x) {
+        const unsigned t = (unsigned)totals[b];
+        all += t;
+        before += b < own_block ? t : 0u;
+    }
+    before = warp_total(before);
+    all = warp_total(all);
+    if ((threadIdx.x & 31) == 0 && all != 0) {
+        atomicAdd(&s_before, (int)before);
+        atomicAdd(&s_kept, (int)all);
+    }
+    __syncthreads();
+    const int kept = s_kept;
+    if (i == 0) {
+        header->kept = kept;
+        header->unused[0] = header->unused[1] = 0;
+    }
+    for (int r = kept + i; r < read_rows; r += stride)
+        rows[r] = fm_cc_row{};
+    unsigned m = found;
     if (m == 0)
         return;
     const int first = roots.first_cell(i);
@@ -610,7 +849,7 @@ __global__ void rows_kernel(KeptRoots roots, const int *offsets, const int *tota
             continue;
         }
         if (at < 0)
-            at = offsets[i] + totals[i / kScanBlock];
+            at = offsets[i] + s_before;
         const Tally t = tallies[cell];
         const unsigned x0 = 65535u - t.left_inv, y0 = 65535u - t.top_inv;
         fm_cc_row row;
@@ -664,9 +903,9 @@ __global__ void labels_kernel(Cells cells, const unsigned char *bits, const int 
     const int y = (int)(blockIdx.y * blockDim.y + threadIdx.y);
     if (x >= cells.width || y >= cells.height)
         return;
-    const int c = Eight ? (y >> 1) * cells.cols + (x >> 1) : y * cells.cols + x;
+    const int cx = Eight ? x >> 1 : x, cy = Eight ? y >> 1 : y, c = cy * cells.cols + cx;
     const unsigned bit = Eight ? 1u << (((y & 1) << 1) | (x & 1)) : 1u;
-    const int label = (bits[c] & bit) ? tallies[find_root(parent, c)].row + 1 : 0;
+    const int label = (bits[cells.bit(cx, cy)] & bit) ? tallies[find_root(parent, c)].row + 1 : 0;
     reinterpret_cast<int *>(labels + (size_t)y * pitch)[x] = label;
 }
 
@@ -684,22 +923,22 @@ cudaError_t launch_cells(const Pixels &pixels, const Cells &cells, const Layout 
                          cudaStream_t stream)
 {
     const dim3 warps(32, 8);
-    const dim3 grid(fm_div_up((unsigned)cells.cols, warps.x), fm_div_up((unsigned)cells.rows, warps.y));
+    const dim3 grid(fm_div_up(fm_div_up((unsigned)cells.cols, kPer), warps.x),
+                    fm_div_up((unsigned)cells.rows, warps.y));
     init_kernel<Eight><<<grid, warps, 0, stream>>>(pixels, cells, w.parent, w.bits, w.tallies,
                                                    header);
     merge_kernel<Eight><<<grid, warps, 0, stream>>>(cells, w.bits, w.parent);
     const dim3 tiles((unsigned)cells.tile_cols, fm_div_up((unsigned)cells.rows, kTileRows));
-    tile_gather_kernel<Eight><<<tiles, dim3(kTileCols, kTileRows), 0, stream>>>(
+    tile_gather_kernel<Eight><<<tiles, kTileThreads, 0, stream>>>(
         cells, w.bits, w.parent, w.tallies, w.root_masks, header);
     const KeptRoots roots{w.root_masks, w.tallies, cells, min_area};
     const int entries = (int)l.entries;
     scan_blocks_kernel<<<(unsigned)l.entry_blocks, kThreads, 0, stream>>>(
         roots, entries, w.offsets, w.entry_totals);
-    scan_totals_kernel<<<1, kTotalsThreads, 0, stream>>>(w.entry_totals, (int)l.entry_blocks,
-                                                         &header->kept);
     const int read = (int)(read_rows < l.regions ? read_rows : l.regions);
     rows_kernel<<<blocks_for((size_t)(entries > read ? entries : read)), kThreads, 0, stream>>>(
-        roots, w.offsets, w.entry_totals, entries, read, w.tallies, header, rows);
+        roots, w.offsets, w.entry_totals, (int)l.entry_blocks, entries, read, w.tallies, header,
+        rows);
     if (labels.data != nullptr) {
         const dim3 block(32, 8);
         labels_kernel<Eight><<<dim3(fm_div_up((unsigned)cells.width, block.x),
@@ -721,6 +960,12 @@ extern "C" size_t fm_cc_work_bytes(int width, int height, int connectivity)
 {
     Work w;
     return carve(layout_of(width, height, connectivity), nullptr, &w);
+}
+
+/* Whether every row of `image` starts at a multiple of `bytes`. */
+bool rows_aligned(const fm_image &image, size_t bytes)
+{
+    return reinterpret_cast<uintptr_t>(image.data) % bytes == 0 && image.pitch % bytes == 0;
 }
 
 /* The launchers' shared check of a mask and its zone. */
@@ -785,11 +1030,14 @@ extern "C" cudaError_t fm_launch_components(fm_image mask, unsigned char foregro
     cells.rows = eight ? (mask.height + 1) / 2 : mask.height;
     cells.band = cells.rows / images;
     cells.tile_cols = (int)fm_div_up((unsigned)cells.cols, kTileCols);
+    cells.bits_pitch = (int)l.bits_pitch;
+    /* a thread's pixels of a row: 2 * kPer bytes with 8-connectivity, kPer with 4 */
+    const size_t load = eight ? 2 * kPer : kPer;
     const Pixels pixels{static_cast<const unsigned char *>(mask.data),
                         static_cast<const unsigned char *>(zone.data), mask.pitch, zone.pitch,
                         foreground,
-                        zone.data == nullptr && reinterpret_cast<uintptr_t>(mask.data) % 2 == 0
-                            && mask.pitch % 2 == 0};
+                        rows_aligned(mask, load)
+                            && (zone.data == nullptr || rows_aligned(zone, load))};
     if (images > 1) {
         /* each image's foreground count, after the header */
         unsigned long long *counts = reinterpret_cast<unsigned long long *>(header + 1);
