@@ -4,9 +4,9 @@
  * 4). Union-find over the cells, in the order regions are numbered by,
  * with atomicMin links, the larger root always under the smaller, so a
  * region's root is its least cell (OpenCV numbers regions in raster order
- * of their first cell). Every pass takes 4 cells a thread (one word of
- * the cells' bits), so that the background, most of a frame, costs a load
- * a thread. The statistics are summed in tiles of 16 rows of 32 cells: a
+ * of their first cell). The runs', the unions' and the statistics'
+ * passes take 4 cells a thread (one word of the cells' bits), so that the
+ * background, most of a frame, costs a load a thread. The statistics are summed in tiles of 16 rows of 32 cells: a
  * warp's cells of one region at once, a tile's in shared memory where the
  * tile holds one region, and added to the region's root; a scan over each
  * tile row's 32-bit mask of roots gives every kept region its row. Exact
@@ -280,7 +280,7 @@ __device__ unsigned cell(unsigned word, int k)
 }
 
 /* The word of cells cx0 to cx0 + kPer - 1 of row cy, 0 past the row's end:
- * one or two loads a row where the rows allow it. */
+ * one load a pixel row where the rows allow it, else a pixel at a time. */
 template <bool Eight>
 __device__ unsigned cells_word(const Pixels &pixels, const Cells &cells, int cx0, int cy)
 {

@@ -89,6 +89,43 @@ def test_regions_across_many_tiles_and_a_serpentine(rng, stream, connectivity):
     assert got.count == 1 and got.stats[0, 4] == int((winding == 255).sum())
 
 
+def runs_and_staircases(rng, h, w):
+    """Rows of runs of every length at gaps short (runs a few pixels apart
+    under one run) and long, and staircases of bars that each start a
+    column after the bar above ends (touching it only at a corner: one
+    region with 8-connectivity, one per bar with 4)."""
+    mask = np.zeros((h, w), np.uint8)
+    for y in range(h):
+        x = int(rng.integers(0, 9))
+        while x < w:
+            n = int(rng.integers(1, 40 if rng.random() < 0.7 else 300))
+            mask[y, x:x + n] = 255
+            x += n + int(rng.integers(1, 5 if rng.random() < 0.6 else 200))
+    for top in range(3, h - 8, 17):
+        mask[top:top + 6] = 0
+        x, step = int(rng.integers(0, 300)), int(rng.integers(1, 120))
+        for y in range(top, top + 6):
+            mask[y, x:x + step] = 255
+            x += step
+    return mask
+
+
+@pytest.mark.parametrize("connectivity", [4, 8])
+def test_runs_under_runs_at_every_alignment(rng, stream, connectivity):
+    # the unions take 4 cells a thread and a warp's 128 cells a segment,
+    # and leave out a join that a run's earlier contact implies: runs under
+    # runs at every offset, corners that are a region's only contact,
+    # across threads' and segments' edges, read a word at a time (aligned
+    # rows) and a pixel at a time (a view one column in)
+    mask = runs_and_staircases(rng, 120, 1031)
+    assert_gpu_equals_host(mask[:, :1030].copy(), stream, connectivity=connectivity)
+    dev = fastmog.GpuMat.from_array(mask, stream=stream)
+    want = cpu.connected_components(mask[:, 1:], connectivity=connectivity)
+    got = fastmog.connected_components(dev[:, 1:], stream=stream, connectivity=connectivity)
+    np.testing.assert_array_equal(got.stats, want.stats)
+    np.testing.assert_array_equal(got.centroids, want.centroids)
+
+
 def test_min_area_foreground_and_empty_masks(rng, stream):
     mask = np.where(rng.random((200, 300)) < 0.35, 255, 0).astype(np.uint8)
     for min_area in (0, 1, 2, 5, 40, 10**9):
