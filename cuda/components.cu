@@ -15,6 +15,7 @@
 
 #include "components_launch.h"
 #include "grid.h"
+#include "morphology_bits.h"
 
 namespace {
 
@@ -27,10 +28,14 @@ constexpr size_t kAlign = 256;
 constexpr int kTileCols = 32;
 constexpr int kTileRows = 16;
 constexpr int kTileCells = kTileCols * kTileRows;
-/* Cells a thread, a byte each of one 32-bit word: in the runs' and the
- * unions' passes a warp's 32 * kPer cells of a row are a segment, which a
- * run never leaves before the unions. */
+/* Cells a thread, a byte each of one 32-bit word: in the runs' pass a
+ * warp's cells of a row are a segment (32 * kPer of them; 30 * kPer when
+ * the pass also opens the mask, morphology_bits.h's band), which a run
+ * never leaves before the unions. */
 constexpr int kPer = 4;
+constexpr int kSegment = 32 * kPer;
+constexpr int kOpenedSegment = kBitWarpCols / 2;
+static_assert(kOpenedSegment % kPer == 0, "a segment starts at a thread's first cell");
 
 /* Cell bits with 8-connectivity: pixel (x & 1, y & 1) of a block is bit
  * (y & 1) * 2 + (x & 1). A block's columns and rows. With 4-connectivity a
@@ -55,6 +60,7 @@ struct Cells {
     int band;
     int tile_cols;          /* tiles across */
     int bits_pitch;         /* cells a row of the bits: cols rounded up to kPer, the rest 0 */
+    int segment;            /* cells of the runs' segments: kSegment or kOpenedSegment */
 
     /* Whether cell row cy starts an image: its cells join nothing above.
      * One image needs no division. */
@@ -95,9 +101,8 @@ size_t aligned(size_t n)
 
 /* The scratch, carved in this order. Per cell: its parent (foreground
  * cells only), its bits (rows of bits_pitch) and its region's tally (roots
- * only: indexed by the root's cell). Per tile
- * row: the roots' mask and the kept regions' offset; per scan block, its
- * total. */
+ * only: indexed by the root's cell). Per tile row: the roots' mask and the
+ * kept regions' offset; per scan block, its total. */
 struct Work {
     int *parent;
     unsigned char *bits;
@@ -338,16 +343,63 @@ __device__ bool all_linked(unsigned linked, int from, int to)
     return (linked & span) == span;
 }
 
-/* Each foreground cell points at the first cell of its run of touching
- * cells within its warp's segment, so a run is one tree before any union;
- * the bits go to `bits`. A run's first cell is the only one that can end
- * as a root: its tally is zeroed. A thread kPer cells: the run's first cell
- * is the thread's last start up to the cell, or else the segment's last
- * before the thread (a max scan over the lanes); the parents and tallies
- * are written after a shuffle, a warp's stores to neighbouring cells. The first thread zeroes
- * the header's regions and pixels, which the gather adds to (the rows
- * pass writes the kept count whole). A background cell's parent is never
- * read, so it is not written. */
+/* Each foreground cell of a warp's segment of a row points at the first
+ * cell of its run of touching cells within the segment, so that a run is
+ * one tree before any union. `word` is this lane's kPer cells, the
+ * segment's cells (lane - lead) * kPer on; lanes before `lead` hold
+ * none (their word 0), nor do lanes past the segment's `length` cells.
+ * `base` is the segment's first cell, `limit` the cells left in its row.
+ * A run's first cell is the only one that can end as a root: its tally is
+ * zeroed. The run's first cell is the thread's last start up to the cell,
+ * or else the segment's last before the thread (a max scan over the
+ * lanes); the parents and tallies are written after a shuffle, a warp's
+ * stores to neighbouring cells. A background cell's parent is never read,
+ * so it is not written. Every lane calls it. */
+template <bool Eight>
+__device__ void plant_runs(unsigned word, int lane, int lead, int length, int base, int limit,
+                           int *parent, Tally *tallies)
+{
+    if (!__any_sync(kFull, word != 0))
+        return;                             /* a segment of background, most of a frame */
+    const int at = (lane - lead) * kPer;
+    const unsigned left = __shfl_up_sync(kFull, cell(word, kPer - 1), 1);
+    const unsigned linked = links<Eight>(word, lane > lead ? left : 0u);
+    unsigned starts = 0;                    /* foreground cells joining none on their left */
+    for (int k = 0; k < kPer; k++)
+        starts |= (unsigned)(cell(word, k) != 0 && !(linked >> k & 1u)) << k;
+    int last = starts ? at + 31 - __clz((int)starts) : -1;
+    for (int off = 1; off < 32; off <<= 1) {
+        const int n = __shfl_up_sync(kFull, last, off);
+        if (lane >= off)
+            last = max(last, n);
+    }
+    int run = __shfl_up_sync(kFull, last, 1);   /* a linked first cell has a lane before */
+    /* byte k: cell k's run's first cell in the segment, plus 1; 0 for background */
+    unsigned runs = 0;
+    for (int k = 0; k < kPer; k++) {
+        if (starts >> k & 1u)
+            run = at + k;
+        runs |= cell(word, k) != 0 ? (unsigned)(run + 1) << 8 * k : 0u;
+    }
+    /* the segment's cells written a warp's 32 at a time, lane by lane (the
+     * stores coalesce): cell x is byte x % kPer of lane lead + x / kPer's
+     * runs (past the lanes for x beyond the segment: not written) */
+    for (int r = 0; r < kPer; r++) {
+        const int x = 32 * r + lane;
+        const unsigned from = __shfl_sync(kFull, runs, (lead + x / kPer) & 31);
+        const int first = (int)cell(from, x % kPer) - 1;
+        if (first < 0 || x >= length || x >= limit)
+            continue;
+        parent[base + x] = base + first;
+        if (first == x)
+            tallies[base + x] = Tally{};
+    }
+}
+
+/* The runs' pass over the mask: a thread's kPer cells from the mask
+ * (cells_word), their bits to `bits`, then plant_runs. The first thread
+ * zeroes the header's regions and pixels, which the gather adds to (the
+ * rows pass writes the kept count whole). */
 template <bool Eight>
 __global__ void init_kernel(Pixels pixels, Cells cells, int *parent, unsigned char *bits,
                             Tally *tallies, fm_cc_header *header)
@@ -359,45 +411,66 @@ __global__ void init_kernel(Pixels pixels, Cells cells, int *parent, unsigned ch
         return;                             /* whole warps leave together */
     const bool here = cx0 < cells.cols;
     const unsigned word = here ? cells_word<Eight>(pixels, cells, cx0, cy) : 0u;
-    const unsigned left = __shfl_up_sync(kFull, cell(word, kPer - 1), 1);
-    const unsigned linked = links<Eight>(word, lane > 0 ? left : 0u);
-    unsigned starts = 0;                    /* foreground cells joining none on their left */
-    for (int k = 0; k < kPer; k++)
-        starts |= (unsigned)(cell(word, k) != 0 && !(linked >> k & 1u)) << k;
-    int last = starts ? lane * kPer + 31 - __clz((int)starts) : -1;
-    for (int off = 1; off < 32; off <<= 1) {
-        const int n = __shfl_up_sync(kFull, last, off);
-        if (lane >= off)
-            last = max(last, n);
-    }
-    int run = __shfl_up_sync(kFull, last, 1);   /* a linked first cell has lane > 0 */
-    /* byte k: cell k's run's first cell in the segment, plus 1; 0 for background */
-    unsigned runs = 0;
-    for (int k = 0; k < kPer; k++) {
-        if (starts >> k & 1u)
-            run = lane * kPer + k;
-        runs |= cell(word, k) != 0 ? (unsigned)(run + 1) << 8 * k : 0u;
-    }
     if (here)
         *reinterpret_cast<unsigned *>(bits + cells.bit(cx0, cy)) = word;
     if (cx0 == 0 && cy == 0) {
         header->regions = 0;                /* counted by the gather */
         header->pixels = 0;
     }
-    if (!__any_sync(kFull, runs != 0))
-        return;                             /* a segment of background, most of a frame */
-    /* the segment's cells written a warp's 32 at a time, lane by lane (the
-     * stores coalesce): cell 32r + lane is byte lane % kPer of lane
-     * (32r + lane) / kPer's runs */
-    const int segment = cx0 - lane * kPer, base = cy * cells.cols + segment;
-    for (int r = 0; r < kPer; r++) {
-        const unsigned from = __shfl_sync(kFull, runs, (32 * r + lane) / kPer);
-        const int x = 32 * r + lane, first = (int)cell(from, lane % kPer) - 1;
-        if (first < 0 || segment + x >= cells.cols)
-            continue;
-        parent[base + x] = base + first;
-        if (first == x)
-            tallies[base + x] = Tally{};
+    const int segment = cx0 - lane * kPer;
+    plant_runs<Eight>(word, lane, 0, kSegment, cy * cells.cols + segment, cells.cols - segment,
+                      parent, tallies);
+}
+
+/* Bits 2k and 2k + 1 of `row` (8 bits) to bits 0 and 1 of byte k: a
+ * cell's two pixels of a row. */
+__device__ __forceinline__ unsigned pairs_to_bytes(unsigned row)
+{
+    row = (row | row << 12) & 0x000f000fu;  /* pairs 0 and 1 at bits 0, pairs 2 and 3 at 16 */
+    return (row | row << 6) & 0x03030303u;  /* pair 1 to bit 8, pair 3 to bit 24 */
+}
+
+/* init_kernel for the 3x3 opening (DilateFirst false) or closing of the
+ * mask, with 8-connectivity: the opening's warp holds its band's result
+ * in bits (pair3_bits), 8 pixels of 8 rows a lane, which are exactly the
+ * kPer cells of 4 cell rows, so the cells come from registers and neither
+ * the opened mask nor a second read of the mask is made. A segment is a
+ * band's 30 lanes, kOpenedSegment cells; lanes 0 and 31 (the halo) hold
+ * no cell. */
+template <bool DilateFirst>
+__global__ void __launch_bounds__(32 * kBitWarps)
+opened_init_kernel(Pixels pixels, Cells cells, int *parent, unsigned char *bits,
+                   Tally *tallies, fm_cc_header *header)
+{
+    const int lane = (int)(threadIdx.x & 31);
+    const int warp_x = (int)(blockIdx.x * kBitWarps + (threadIdx.x >> 5));
+    if (warp_x * kBitWarpCols >= cells.width)
+        return;                             /* the whole warp */
+    const int x0 = warp_x * kBitWarpCols - 8 + 8 * lane, y0 = (int)blockIdx.y * kBitRows;
+    uint32_t opened[kBitRows / 4];
+    pair3_bits<DilateFirst>(pixels.mask, pixels.pitch, cells.width, cells.height,
+                            pixels.foreground, x0, y0, pixels.vectors, opened);
+    /* the lane's pixels of the band inside the image (x0 >= 0 for lanes 1 on) */
+    const bool own = lane > 0 && lane < 31 && x0 < cells.width;
+    const uint32_t inside = own ? 0xffu >> (8 - min(cells.width - x0, 8)) : 0u;
+    const int cx0 = x0 / 2, segment = warp_x * kOpenedSegment;
+    if (warp_x == 0 && y0 == 0 && lane == 1) {
+        header->regions = 0;                /* counted by the gather */
+        header->pixels = 0;
+    }
+#pragma unroll
+    for (int r = 0; r < kBitRows / 2; r++) {
+        const int cy = y0 / 2 + r;
+        if (cy >= cells.rows)
+            return;                         /* the whole warp */
+        const uint32_t top = band_row(opened, 2 * r) & inside;
+        const uint32_t bottom =
+            y0 + 2 * r + 1 < cells.height ? band_row(opened, 2 * r + 1) & inside : 0u;
+        const unsigned word = pairs_to_bytes(top) | pairs_to_bytes(bottom) << 2;
+        if (own)
+            *reinterpret_cast<unsigned *>(bits + cells.bit(cx0, cy)) = word;
+        plant_runs<true>(word, lane, 1, kOpenedSegment, cy * cells.cols + segment,
+                         cells.cols - segment, parent, tallies);
     }
 }
 
@@ -414,7 +487,8 @@ __device__ bool touches_up(unsigned v, unsigned up, int d)
 }
 
 /* Each foreground cell joins the earlier cells it touches that may lie in
- * another tree: the cell on its left across a segment's start, and the row
+ * another tree: the cell on its left across a runs' segment's start (a
+ * multiple of cells.segment), and the row
  * above (with 8-connectivity up-left and up-right too, through the corner
  * pixels). A thread kPer cells, its neighbours' bits from the lanes beside
  * it, every load issued before any is used. A join is left out where it is
@@ -460,7 +534,7 @@ __global__ void merge_kernel(Cells cells, const unsigned char *bits, int *parent
     for (int j = 0; j <= kPer; j++)
         up_linked |= (unsigned)touches_left<Eight>(above_cell(j), above_cell(j - 1)) << (j + 1);
     const unsigned linked = links<Eight>(word, left);
-    unsigned joins = lane == 0 && (linked & 1u) ? 1u << kSegmentJoin : 0u;
+    unsigned joins = cx0 % cells.segment == 0 && (linked & 1u) ? 1u << kSegmentJoin : 0u;
     int joined = -1, to = 0;                /* the last join: its cell and the cell above */
     for (int k = 0; k < kPer && above; k++) {
         const unsigned v = cell(word, k);
@@ -800,12 +874,16 @@ __device__ void put48(uint16_t *dst, unsigned long long v)
  * blocks' totals: those before its own entries' (kScanBlock is a multiple
  * of the block, so they lie in one scan block) give their offset, all of
  * them the kept count; a block with nothing to write leaves first. The
- * rows after the kept ones up to `read_rows`, and the header's spare
- * words, are zeroed: the host's first copy reads them before it knows the
- * count, and copies nothing left uninitialised. */
+ * first `read_rows` rows go straight to the host's page-locked memory
+ * (`host_rows`), after the header and the `count_words` words of the
+ * stack's counts (`host`), so that no copy waits behind this pass; later
+ * rows go to `rows`, for a second copy. The rows after the kept ones up
+ * to `read_rows`, and the header's spare words, are zeroed: the host reads
+ * them before it knows the count, and finds nothing left uninitialised. */
 __global__ void __launch_bounds__(kThreads)
 rows_kernel(KeptRoots roots, const int *offsets, const int *totals, int blocks, int entries,
-            int read_rows, Tally *tallies, fm_cc_header *header, fm_cc_row *rows)
+            int read_rows, Tally *tallies, const fm_cc_header *header, fm_cc_row *rows,
+            fm_cc_header *host, int count_words, fm_cc_row *host_rows)
 {
     __shared__ int s_before, s_kept;
     const int i = (int)(blockIdx.x * blockDim.x + threadIdx.x);
@@ -831,12 +909,15 @@ rows_kernel(KeptRoots roots, const int *offsets, const int *totals, int blocks, 
     }
     __syncthreads();
     const int kept = s_kept;
-    if (i == 0) {
-        header->kept = kept;
-        header->unused[0] = header->unused[1] = 0;
+    if (blockIdx.x == 0) {
+        if (threadIdx.x == 0)
+            *host = fm_cc_header{header->regions, kept, header->pixels, {0, 0}};
+        const auto *counts = reinterpret_cast<const unsigned long long *>(header + 1);
+        for (int w = (int)threadIdx.x; w < count_words; w += (int)blockDim.x)
+            reinterpret_cast<unsigned long long *>(host + 1)[w] = counts[w];
     }
     for (int r = kept + i; r < read_rows; r += stride)
-        rows[r] = fm_cc_row{};
+        host_rows[r] = fm_cc_row{};
     unsigned m = found;
     if (m == 0)
         return;
@@ -860,7 +941,7 @@ rows_kernel(KeptRoots roots, const int *offsets, const int *totals, int blocks, 
         row.area = t.area;
         put48(row.sum_x, t.sum_x);
         put48(row.sum_y, t.sum_y);
-        rows[at] = row;
+        (at < read_rows ? host_rows : rows)[at] = row;
         tallies[cell].row = at++;
     }
 }
@@ -914,19 +995,29 @@ unsigned blocks_for(size_t n)
     return (unsigned)((n + kThreads - 1) / kThreads);
 }
 
-/* Queues the labelling after the checks: the runs, their unions, the
- * tiles' statistics, the kept roots counted and scanned, the rows. */
+/* Queues the labelling after the checks: the runs (of the mask, or with
+ * `opening` 0 or 1 of its 3x3 opening or closing, cells.segment
+ * kOpenedSegment), their unions, the tiles' statistics, the kept roots
+ * counted and scanned, the rows. */
 template <bool Eight>
-cudaError_t launch_cells(const Pixels &pixels, const Cells &cells, const Layout &l,
+cudaError_t launch_cells(const Pixels &pixels, const Cells &cells, int opening, const Layout &l,
                          const Work &w, long long min_area, fm_cc_header *header,
-                         fm_cc_row *rows, size_t read_rows, const fm_image &labels,
-                         cudaStream_t stream)
+                         fm_cc_row *rows, int images, void *host, size_t read_rows,
+                         const fm_image &labels, cudaStream_t stream)
 {
     const dim3 warps(32, 8);
     const dim3 grid(fm_div_up(fm_div_up((unsigned)cells.cols, kPer), warps.x),
                     fm_div_up((unsigned)cells.rows, warps.y));
-    init_kernel<Eight><<<grid, warps, 0, stream>>>(pixels, cells, w.parent, w.bits, w.tallies,
-                                                   header);
+    if (opening < 0)
+        init_kernel<Eight><<<grid, warps, 0, stream>>>(pixels, cells, w.parent, w.bits,
+                                                       w.tallies, header);
+    else {
+        const dim3 bands(fm_div_up((unsigned)cells.width, kBitWarps * kBitWarpCols),
+                         fm_div_up((unsigned)cells.height, kBitRows));
+        auto kernel = opening ? opened_init_kernel<true> : opened_init_kernel<false>;
+        kernel<<<bands, 32 * kBitWarps, 0, stream>>>(pixels, cells, w.parent, w.bits, w.tallies,
+                                                     header);
+    }
     merge_kernel<Eight><<<grid, warps, 0, stream>>>(cells, w.bits, w.parent);
     const dim3 tiles((unsigned)cells.tile_cols, fm_div_up((unsigned)cells.rows, kTileRows));
     tile_gather_kernel<Eight><<<tiles, kTileThreads, 0, stream>>>(
@@ -936,9 +1027,12 @@ cudaError_t launch_cells(const Pixels &pixels, const Cells &cells, const Layout 
     scan_blocks_kernel<<<(unsigned)l.entry_blocks, kThreads, 0, stream>>>(
         roots, entries, w.offsets, w.entry_totals);
     const int read = (int)(read_rows < l.regions ? read_rows : l.regions);
+    fm_cc_header *host_head = static_cast<fm_cc_header *>(host);
+    const size_t count_slots = fm_cc_count_slots(images);
     rows_kernel<<<blocks_for((size_t)(entries > read ? entries : read)), kThreads, 0, stream>>>(
         roots, w.offsets, w.entry_totals, (int)l.entry_blocks, entries, read, w.tallies, header,
-        rows);
+        rows, host_head, (int)(count_slots * sizeof(fm_cc_row) / 8),
+        reinterpret_cast<fm_cc_row *>(host_head + 1) + count_slots);
     if (labels.data != nullptr) {
         const dim3 block(32, 8);
         labels_kernel<Eight><<<dim3(fm_div_up((unsigned)cells.width, block.x),
@@ -962,6 +1056,8 @@ extern "C" size_t fm_cc_work_bytes(int width, int height, int connectivity)
     return carve(layout_of(width, height, connectivity), nullptr, &w);
 }
 
+namespace {
+
 /* Whether every row of `image` starts at a multiple of `bytes`. */
 bool rows_aligned(const fm_image &image, size_t bytes)
 {
@@ -979,6 +1075,8 @@ bool valid_inputs(const fm_image &mask, const fm_image &zone)
                    && zone.channels == 1 && zone.elem_size == 1
                    && (size_t)zone.width <= zone.pitch));
 }
+
+}  // namespace
 
 extern "C" cudaError_t fm_launch_count_foreground(fm_image mask, unsigned char foreground,
                                                   fm_image zone, void *out,
@@ -1000,22 +1098,15 @@ extern "C" cudaError_t fm_launch_count_foreground(fm_image mask, unsigned char f
     return cudaGetLastError();
 }
 
-extern "C" cudaError_t fm_launch_components(fm_image mask, unsigned char foreground,
-                                            fm_image zone, int connectivity,
-                                            long long min_area, int images, void *work,
-                                            void *out, size_t read_rows, fm_image labels,
-                                            cudaStream_t stream)
+namespace {
+
+/* What both labelling entries queue, after their checks: the cells and
+ * the scratch laid out, the stack's counts, then launch_cells. */
+cudaError_t queue_components(const fm_image &mask, unsigned char foreground, const fm_image &zone,
+                             int connectivity, int opening, long long min_area, int images,
+                             void *work, void *out, void *host, size_t read_rows,
+                             const fm_image &labels, cudaStream_t stream)
 {
-    if (!valid_inputs(mask, zone) || work == nullptr || out == nullptr || images < 1
-        || mask.height % images != 0
-        || (images > 1 && ((mask.height / images) % 2 != 0 || labels.data != nullptr))
-        || (labels.data != nullptr
-            && (labels.width != mask.width || labels.height != mask.height
-                || labels.channels != 1 || labels.elem_size != 4
-                || (size_t)labels.width * 4 > labels.pitch))
-        || (connectivity != 4 && connectivity != 8)
-        || (long long)(mask.width + 1LL) * (mask.height + 1LL) >= (1LL << 30))
-        return cudaErrorInvalidValue;
     const bool eight = connectivity == 8;
     const Layout l = layout_of(mask.width, mask.height, connectivity);
     Work w;
@@ -1031,8 +1122,10 @@ extern "C" cudaError_t fm_launch_components(fm_image mask, unsigned char foregro
     cells.band = cells.rows / images;
     cells.tile_cols = (int)fm_div_up((unsigned)cells.cols, kTileCols);
     cells.bits_pitch = (int)l.bits_pitch;
-    /* a thread's pixels of a row: 2 * kPer bytes with 8-connectivity, kPer with 4 */
-    const size_t load = eight ? 2 * kPer : kPer;
+    cells.segment = opening < 0 ? kSegment : kOpenedSegment;
+    /* a thread's pixels of a row: 2 * kPer bytes with 8-connectivity, kPer
+     * with 4; the opening's lanes take 8 */
+    const size_t load = eight || opening >= 0 ? 2 * kPer : kPer;
     const Pixels pixels{static_cast<const unsigned char *>(mask.data),
                         static_cast<const unsigned char *>(zone.data), mask.pitch, zone.pitch,
                         foreground,
@@ -1048,8 +1141,50 @@ extern "C" cudaError_t fm_launch_components(fm_image mask, unsigned char foregro
                             (unsigned)mask.height), kThreads, 0, stream>>>(
             pixels, mask.width, mask.height / images, counts);
     }
-    return eight ? launch_cells<true>(pixels, cells, l, w, min_area, header, rows, read_rows,
-                                      labels, stream)
-                 : launch_cells<false>(pixels, cells, l, w, min_area, header, rows, read_rows,
-                                       labels, stream);
+    return eight ? launch_cells<true>(pixels, cells, opening, l, w, min_area, header, rows,
+                                      images, host, read_rows, labels, stream)
+                 : launch_cells<false>(pixels, cells, opening, l, w, min_area, header, rows,
+                                       images, host, read_rows, labels, stream);
+}
+
+/* The checks both labelling entries share: the mask, the labels and the
+ * mask's size. */
+bool valid_labelling(const fm_image &mask, const fm_image &zone, const void *work,
+                     const void *out, const void *host, const fm_image &labels)
+{
+    return valid_inputs(mask, zone) && work != nullptr && out != nullptr && host != nullptr
+           && (labels.data == nullptr
+               || (labels.width == mask.width && labels.height == mask.height
+                   && labels.channels == 1 && labels.elem_size == 4
+                   && (size_t)labels.width * 4 <= labels.pitch))
+           && (long long)(mask.width + 1LL) * (mask.height + 1LL) < (1LL << 30);
+}
+
+}  // namespace
+
+extern "C" cudaError_t fm_launch_components(fm_image mask, unsigned char foreground,
+                                            fm_image zone, int connectivity,
+                                            long long min_area, int images, void *work,
+                                            void *out, void *host, size_t read_rows,
+                                            fm_image labels, cudaStream_t stream)
+{
+    if (!valid_labelling(mask, zone, work, out, host, labels) || images < 1
+        || mask.height % images != 0
+        || (images > 1 && ((mask.height / images) % 2 != 0 || labels.data != nullptr))
+        || (connectivity != 4 && connectivity != 8))
+        return cudaErrorInvalidValue;
+    return queue_components(mask, foreground, zone, connectivity, -1, min_area, images, work,
+                            out, host, read_rows, labels, stream);
+}
+
+extern "C" cudaError_t fm_launch_components_opened(fm_image mask, unsigned char foreground,
+                                                   int close, long long min_area, void *work,
+                                                   void *out, void *host, size_t read_rows,
+                                                   fm_image labels, cudaStream_t stream)
+{
+    const fm_image no_zone = {};
+    if (!valid_labelling(mask, no_zone, work, out, host, labels))
+        return cudaErrorInvalidValue;
+    return queue_components(mask, foreground, no_zone, 8, close ? 1 : 0, min_area, 1, work, out,
+                            host, read_rows, labels, stream);
 }

@@ -16,7 +16,7 @@
 #include "image.h"
 
 /* One region as the host reads it, in 24 bytes, so that the header and 40
- * rows come back in one copy of under 1000 bytes: OpenCV's CC_STAT_LEFT,
+ * rows come back in under 1000 bytes: OpenCV's CC_STAT_LEFT,
  * TOP, WIDTH and HEIGHT (16 bits: the mask is at most 65535 pixels wide and
  * high) and AREA, then its pixels' x and y coordinates summed, 48 bits each
  * (a sum stays below 65535 * 2^30), low half-word first. The centroid is each
@@ -59,12 +59,17 @@ size_t fm_cc_work_bytes(int width, int height, int connectivity);
 /*
  * Labels the pixels of `mask` (W x H, one channel, elem_size 1) equal to
  * `foreground`, and nonzero in `zone` (the same size; zone.data NULL: every
- * pixel), with `connectivity` 4 or 8 and writes to `out` (device memory: a
- * header, fm_cc_count_slots(images), then fm_cc_max_regions rows) the
- * header and, in OpenCV's order, one row per region of at least `min_area`
- * pixels, then zero rows up to `read_rows` (what the host reads before it
- * knows the count); with `labels` (W x H int32; data NULL: none), each
- * pixel's kept region number from 1, 0 elsewhere, as OpenCV's label image.
+ * pixel), with `connectivity` 4 or 8. In OpenCV's order, one row per
+ * region of at least `min_area` pixels: the header, the count slots
+ * (fm_cc_count_slots(images)) and the first `read_rows` rows (zero rows
+ * after the last region: what the host reads before it knows the count)
+ * are written straight to `host`, page-locked host memory from
+ * cudaHostAlloc (not write-combined: the device reaches it at the same
+ * address), and the rows from read_rows on to `out`'s rows (device
+ * memory: a header, the count slots, then fm_cc_max_regions rows; its
+ * header is the passes' scratch). With `labels` (W x H int32; data NULL:
+ * none), each pixel's kept region number from 1, 0 elsewhere, as OpenCV's
+ * label image.
  *
  * images > 1: the mask is a stack of that many images of H / images rows
  * (an even number), one camera's each: no region crosses from one to the
@@ -77,8 +82,21 @@ size_t fm_cc_work_bytes(int width, int height, int connectivity);
  */
 cudaError_t fm_launch_components(fm_image mask, unsigned char foreground, fm_image zone,
                                  int connectivity, long long min_area, int images, void *work,
-                                 void *out, size_t read_rows, fm_image labels,
+                                 void *out, void *host, size_t read_rows, fm_image labels,
                                  cudaStream_t stream);
+
+/*
+ * fm_launch_components of the 3x3 opening (close = 0) or closing (close =
+ * 1) of the pixels of `mask` equal to `foreground`, with 8-connectivity,
+ * no zone, one image: the regions of what fm_launch_morphology_pair gives
+ * for that element with binarize = foreground, without the opened mask
+ * ever being written (the opening's bits become the labelling's cells in
+ * its first pass).
+ */
+cudaError_t fm_launch_components_opened(fm_image mask, unsigned char foreground, int close,
+                                        long long min_area, void *work, void *out, void *host,
+                                        size_t read_rows, fm_image labels,
+                                        cudaStream_t stream);
 
 /*
  * Counts the pixels of `mask` equal to `foreground` (and nonzero in `zone`,

@@ -12,6 +12,7 @@
 #include <stdint.h>
 
 #include "grid.h"
+#include "morphology_bits.h"
 #include "morphology_launch.h"
 
 namespace {
@@ -218,151 +219,29 @@ __global__ void morphology_pair_kernel(const __grid_constant__ image_set<N> set,
                                             aligned);
 }
 
-/* The 3x3 opening or closing of a mask made binary (the motion detector's
- * default) on bits: a 3x3 window over 8 pixels is then a few ANDs, ORs and
- * shifts of an 8-bit word, not byte work in shared memory; the mask is read
- * once and written once, and a warp needs no shared memory or barrier. A
- * warp takes a band of kBitRows rows and kBitWarpCols columns; each lane 8
- * consecutive pixels of each row (one 8-byte load), lanes 0 and 31 the
- * halo the two passes reach (2 pixels each way, less than a lane's 8):
- * they load but write nothing. Bit i of a lane's word is its pixel x0 + i.
- * The band is small so that there are many warps: the loads are all there
- * is to wait for, and only enough warps in flight hide their latency (with
- * 16 pixels a lane and 16 rows a warp, a 3840x2160 mask made 1080 warps,
- * 0.41 waves and 5.5 % occupancy on an H200, and took 22.8 us); 8 pixels
- * a lane and 8 rows a warp make 4320 warps, a quarter of the work each. */
-constexpr int kBitRows = 8;
-constexpr int kBitWarpCols = 30 * 8;
-constexpr int kBitWarps = 4;
-
-/* Bits 0 .. 3 of one word's 4 pixels: 1 where the byte equals fg (fg4,
- * fg in every byte). The compare leaves bit 0 of each byte, at 0, 8, 16
- * and 24; times 1 + 2^7 + 2^14 + 2^21 puts them at 21 .. 24 with no
- * carries (the partial products' bits are all distinct). */
-__device__ __forceinline__ uint32_t bits4(uint32_t word, uint32_t fg4)
-{
-    const uint32_t c = __vcmpeq4(word, fg4) & 0x01010101u;
-    return (c * 0x00204081u) >> 21 & 0xfu;
-}
-
-/* A row's 8 pixels from one 8-byte load as 8 bits. */
-__device__ __forceinline__ uint32_t bits8(uint2 v, uint32_t fg4)
-{
-    return bits4(v.x, fg4) | bits4(v.y, fg4) << 4;
-}
-
 /* Bits 0 .. 3 back to 4 bytes, 0 or 255: times 1 + 2^7 + 2^14 + 2^21 puts
- * bit k at 8k (again no carries). */
+ * bit k at 8k (no carries, as in bits4). */
 __device__ __forceinline__ uint32_t bytes4(uint32_t nibble)
 {
     return ((nibble * 0x00204081u) & 0x01010101u) * 0xffu;
 }
 
-/* Each pixel's AND (erosion) or OR over itself and its left and right
- * neighbours; those of bits 0 and 7 are the neighbouring lanes' bits 7
- * and 0. Lanes 0 and 31 get their own word for the missing neighbour: a
- * wrong bit 0 (lane 31: bit 7), which spreads a pixel a pass, so after
- * both passes bits 0 and 1 (6 and 7), never as far as the bit 7 (bit 0)
- * that lane 1 (lane 30) reads. */
-template <bool Dilate>
-__device__ __forceinline__ uint32_t across3(uint32_t bits)
-{
-    const uint32_t left = __shfl_up_sync(0xffffffffu, bits, 1);
-    const uint32_t right = __shfl_down_sync(0xffffffffu, bits, 1);
-    const uint32_t west = (bits << 1 | left >> 7) & 0xffu; /* pixel i - 1 at bit i */
-    const uint32_t east = bits >> 1 | (right & 1u) << 7;   /* pixel i + 1 at bit i */
-    return Dilate ? (west | bits | east) : (west & bits & east);
-}
-
-template <bool Dilate>
-__device__ __forceinline__ uint32_t down3(uint32_t a, uint32_t b, uint32_t c)
-{
-    return Dilate ? (a | b | c) : (a & b & c);
-}
-
 /* morphology_pair_kernel's result for the 3x3 rectangle, foreground where
- * src equals fg, in bits. The input rows y0 - 2 .. y0 + kBitRows + 1 are
- * loaded first, all in flight together (a lane wholly in the row loads
- * them as 8-byte words, rows outside the image clamped to it and then
- * replaced; others byte by byte), with the first pass's neutral bit
- * outside the image; the first pass's rows y0 - 1 .. y0 + kBitRows take
- * the second pass's outside it, as in morphology_pair_kernel. Every src
- * and dst row is 8-byte aligned (the launcher's test). */
+ * src equals fg, in bits (pair3_bits, morphology_bits.h), written back as
+ * bytes by lanes 1 to 30. Every src and dst row is 8-byte aligned (the
+ * launcher's test). */
 template <bool DilateFirst, int N>
 __global__ void __launch_bounds__(32 * kBitWarps)
     morphology_pair_bits_kernel(const __grid_constant__ image_set<N> set, int width, int height,
                                 int fg)
 {
-    constexpr uint32_t first_neutral = DilateFirst ? 0u : 0xffu;
-    constexpr uint32_t second_neutral = DilateFirst ? 0xffu : 0u;
-    constexpr int in_rows = kBitRows + 4, mid_rows = kBitRows + 2;
     const int z = (int)blockIdx.z, lane = (int)(threadIdx.x & 31);
     const int warp_x = (int)(blockIdx.x * kBitWarps + (threadIdx.x >> 5));
     if (warp_x * kBitWarpCols >= width)
         return; /* the whole warp: its shuffles need no lane that left */
     const int x0 = warp_x * kBitWarpCols - 8 + 8 * lane, y0 = (int)blockIdx.y * kBitRows;
-    const unsigned char *src = set.src[z];
-    const size_t src_pitch = set.src_pitch[z];
-
-    const bool whole = x0 >= 0 && x0 + 8 <= width;
-    uint2 raw[in_rows];
-    if (whole) {
-#pragma unroll
-        for (int r = 0; r < in_rows; ++r) {
-            const int y = min(max(y0 - 2 + r, 0), height - 1);
-            raw[r] = __ldg(reinterpret_cast<const uint2 *>(src + (size_t)y * src_pitch + x0));
-        }
-    }
-    /* Keeps the conversions after every load: without it ptxas for sm_100
-     * converts the first 8 rows before it issues the last 4 loads. */
-    __syncwarp();
-    uint32_t in[in_rows];
-    if (whole) {
-        const uint32_t fg4 = 0x01010101u * (uint32_t)fg;
-#pragma unroll
-        for (int r = 0; r < in_rows; ++r) {
-            const int y = y0 - 2 + r;
-            const uint32_t bits = bits8(raw[r], fg4);
-            in[r] = y >= 0 && y < height ? bits : first_neutral;
-        }
-    }
-    else {
-#pragma unroll
-        for (int r = 0; r < in_rows; ++r) {
-            const int y = y0 - 2 + r;
-            uint32_t bits = first_neutral;
-            if (y >= 0 && y < height) {
-                const unsigned char *row = src + (size_t)y * src_pitch;
-#pragma unroll 1
-                for (int k = 0; k < 8; ++k) {
-                    const int x = x0 + k;
-                    if (x >= 0 && x < width)
-                        bits = (bits & ~(1u << k)) | (uint32_t)(row[x] == fg) << k;
-                }
-            }
-            in[r] = bits;
-        }
-    }
-
-    /* the lane's pixels inside the image: x0 is a multiple of 8, so a lane
-     * starts either inside it or wholly left of it */
-    const uint32_t inside = x0 < 0 ? 0u : 0xffu >> (8 - min(max(width - x0, 0), 8));
-    uint32_t across[in_rows];
-#pragma unroll
-    for (int r = 0; r < in_rows; ++r)
-        across[r] = across3<DilateFirst>(in[r]);
-    uint32_t mid[mid_rows];
-#pragma unroll
-    for (int r = 0; r < mid_rows; ++r) {
-        const int y = y0 - 1 + r;
-        const uint32_t m = down3<DilateFirst>(across[r], across[r + 1], across[r + 2]);
-        mid[r] = y >= 0 && y < height ? (m & inside) | (second_neutral & ~inside)
-                                      : second_neutral;
-    }
-#pragma unroll
-    for (int r = 0; r < mid_rows; ++r)
-        mid[r] = across3<!DilateFirst>(mid[r]);
-
+    uint32_t out[kBitRows / 4];
+    pair3_bits<DilateFirst>(set.src[z], set.src_pitch[z], width, height, fg, x0, y0, true, out);
     if (lane == 0 || lane == 31 || x0 >= width)
         return;
     unsigned char *dst = set.dst[z];
@@ -372,16 +251,16 @@ __global__ void __launch_bounds__(32 * kBitWarps)
         const int y = y0 + r;
         if (y >= height)
             return;
-        const uint32_t out = down3<!DilateFirst>(mid[r], mid[r + 1], mid[r + 2]);
         unsigned char *row = dst + (size_t)y * dst_pitch;
+        const uint32_t bits = band_row(out, r);
         if (x0 + 8 <= width) {
             *reinterpret_cast<uint2 *>(row + x0) =
-                make_uint2(bytes4(out & 0xfu), bytes4(out >> 4 & 0xfu));
+                make_uint2(bytes4(bits & 0xfu), bytes4(bits >> 4 & 0xfu));
         }
         else {
 #pragma unroll 1
             for (int k = 0; k < 8 && x0 + k < width; ++k)
-                row[x0 + k] = (out >> k & 1u) ? 255 : 0;
+                row[x0 + k] = (bits >> k & 1u) ? 255 : 0;
         }
     }
 }

@@ -1,8 +1,9 @@
 /* fastmog._connected_components: the regions of a uint8 mask labelled on the
  * GPU (cuda/components.cu), bit for bit fastmog.cpu.connected_components'
  * and cv2.connectedComponentsWithStats'. Only the regions' rows come back:
- * the call waits for its own copy of them (an event after it), never for
- * the stream's other work or the device. */
+ * the last pass writes them into page-locked host memory itself, and the
+ * call waits for that pass (an event after it), never for the stream's
+ * later work or the device; rows past the first read follow in a copy. */
 #include "fastmog.h"
 #include "docstrings.h"
 #include "components_launch.h"
@@ -10,8 +11,12 @@
 _Static_assert(sizeof(fm_cc_header) == sizeof(fm_cc_row), "the header takes a row's slot");
 
 /* Rows read with the header before the count is known, at least: a header
- * and 40 rows make 984 bytes. */
+ * and 40 rows make 984 bytes. At most FIRST_ROWS_MAX: the rows pass writes
+ * these across the bus a row at a time, which is slower than a copy for
+ * the 130,000 rows of a frame of noise (2.2 against 1.4 ms), so the rest
+ * come in a copy. */
 #define FIRST_ROWS_MIN 40
+#define FIRST_ROWS_MAX 1024
 
 /* A row's 48-bit coordinate sum. */
 static uint64_t sum48(const uint16_t *v)
@@ -19,38 +24,52 @@ static uint64_t sum48(const uint16_t *v)
     return (uint64_t)v[0] | (uint64_t)v[1] << 16 | (uint64_t)v[2] << 32;
 }
 
+/* Keeps pinned `owner` until the work queued so far on `stream`, which
+ * writes into it, is done: after an error, with the exception kept. */
+static void keep_until_done(fm_state *st, fm_Stream *stream, PyObject *owner)
+{
+    fm_saved_error e = fm_error_save();
+    if (fm_keepalive_add(st, stream, owner) < 0) {
+        PyErr_Clear();
+        (void)cudaStreamSynchronize(stream->handle);
+        (void)cudaGetLastError();
+    }
+    fm_error_restore(e);
+}
+
+/* Waits for the work queued so far on `stream`, which writes into pinned
+ * `owner` (the rows pass itself, or a copy), and for nothing queued after
+ * it. A wait cut short (Ctrl-C) leaves that work queued: the owner is
+ * then kept until it is done. */
+static int await_host(fm_state *st, fm_Stream *stream, PyObject *owner, fm_call *call)
+{
+    cudaEvent_t done;
+    int rc = -1;
+    if (fm_fence_acquire(st, stream->device, &done) == 0) {
+        cudaError_t err = cudaEventRecord(done, stream->handle);
+        if (err != cudaSuccess)
+            rc = fm_cuda_fail(st, err, "waiting for the regions");
+        else {
+            fm_call_wait_begin(st, call);
+            rc = fm_wait_event(st, done, "waiting for the regions");
+            fm_call_wait_end(st, call);
+        }
+        fm_fence_release(st, stream->device, done);
+    }
+    if (rc < 0)
+        keep_until_done(st, stream, owner);
+    return rc;
+}
+
 /* Copies `bytes` from device `src` into pinned `dst` (owned by `owner`) on
- * `stream` and waits for that copy alone. A wait cut short (Ctrl-C) leaves
- * the copy queued: the owner is then kept until it is done. */
+ * `stream` and waits for that copy alone (await_host). */
 static int read_back(fm_state *st, fm_Stream *stream, void *dst, const void *src, size_t bytes,
                      PyObject *owner, fm_call *call)
 {
-    cudaEvent_t done;
-    if (fm_fence_acquire(st, stream->device, &done) < 0)
-        return -1;
     cudaError_t err = cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, stream->handle);
-    const int queued = err == cudaSuccess;
-    if (queued)
-        err = cudaEventRecord(done, stream->handle);
-    int rc;
     if (err != cudaSuccess)
-        rc = fm_cuda_fail(st, err, "reading back the regions");
-    else {
-        fm_call_wait_begin(st, call);
-        rc = fm_wait_event(st, done, "waiting for the regions");
-        fm_call_wait_end(st, call);
-    }
-    fm_fence_release(st, stream->device, done);
-    if (rc < 0 && queued) {
-        fm_saved_error e = fm_error_save();
-        if (fm_keepalive_add(st, stream, owner) < 0) {
-            PyErr_Clear();
-            (void)cudaStreamSynchronize(stream->handle);
-            (void)cudaGetLastError();
-        }
-        fm_error_restore(e);
-    }
-    return rc;
+        return fm_cuda_fail(st, err, "reading back the regions");
+    return await_host(st, stream, owner, call);
 }
 
 /* (stats N x 5 int32, centroids N x 2 float64, pixels, labels) from `n`
@@ -213,24 +232,27 @@ done:
 }
 
 /* _connected_components(mask, connectivity, min_area, foreground, /, *,
- * stream, zone=None, timer=None, rows=-1, count=False, labels=False, images=1)
+ * stream, zone=None, timer=None, rows=-1, count=False, labels=False, images=1,
+ * opening=-1)
  *     -> (stats, centroids, pixels, labels)
  * rows: the rows read with the header before the count is known (the rest
- * follow in a second copy); -1: FIRST_ROWS_MIN, or what the last such call
- * found if more. count: only the pixels are counted, (None, None, pixels,
+ * follow in a second copy), at most FIRST_ROWS_MAX; -1: FIRST_ROWS_MIN, or
+ * what the last such call found if more. count: only the pixels are counted, (None, None, pixels,
  * None). labels: False, True (a new int32 GpuMat) or the caller's GpuMat to
  * fill with the label image; None in the result when False. images > 1:
  * the mask is a stack of that many images (cameras) of an even number of
- * rows each, labelled apart in one pass; see regions_of for the result. */
+ * rows each, labelled apart in one pass; see regions_of for the result.
+ * opening 0 or 1: the mask's 3x3 opening or closing is labelled, made in
+ * the labelling's first pass (fm_launch_components_opened). */
 static PyObject *connected_components(PyObject *module, PyObject *args, PyObject *kwargs)
 {
     static char *kwlist[] = {"", "", "", "", "stream", "zone", "timer", "rows", "count",
-                             "labels", "images", NULL};
+                             "labels", "images", "opening", NULL};
     static const fm_image_rule mask_rule = {FM_DTYPE_BIT(NPY_UINT8), FM_CHANNELS_BIT(1)};
     fm_state *st = fm_state_of_module(module);
     PyObject *mask_arg, *stream_arg = NULL, *zone_arg = Py_None, *timer = NULL, *result = NULL;
     PyObject *labels_arg = Py_False;
-    int connectivity, foreground, rows_asked = -1, count = 0, images = 1;
+    int connectivity, foreground, rows_asked = -1, count = 0, images = 1, opening = -1;
     long long min_area;
     fm_GpuMat *mask = NULL, *zone = NULL, *labels = NULL;
     fm_DeviceBuffer *work = NULL, *out = NULL;
@@ -238,11 +260,18 @@ static PyObject *connected_components(PyObject *module, PyObject *args, PyObject
     fm_device_guard guard;
     fm_call call;
 
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OiLi|$OOOipOi:_connected_components",
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OiLi|$OOOipOii:_connected_components",
                                      kwlist, &mask_arg, &connectivity, &min_area, &foreground,
                                      &stream_arg, &zone_arg, &timer, &rows_asked, &count,
-                                     &labels_arg, &images))
+                                     &labels_arg, &images, &opening))
         return NULL;
+    if (opening < -1 || opening > 1
+        || (opening >= 0 && (connectivity != 8 || zone_arg != Py_None || images != 1
+                             || count))) {
+        PyErr_Format(PyExc_ValueError, "opening must be -1, 0 or 1 (got %d), and -1 unless "
+                     "connectivity is 8 with no zone, one image and no count", opening);
+        return NULL;
+    }
     if (images < 1 || (images > 1 && (count || labels_arg != Py_False))) {
         PyErr_Format(PyExc_ValueError, "images must be 1 or more (got %d), and 1 with count "
                      "or labels", images);
@@ -342,6 +371,8 @@ static PyObject *connected_components(PyObject *module, PyObject *args, PyObject
     size_t first_rows = rows_asked >= 0 ? (size_t)rows_asked
                         : st->components_rows > FIRST_ROWS_MIN ? st->components_rows
                                                                : FIRST_ROWS_MIN;
+    if (first_rows > FIRST_ROWS_MAX)
+        first_rows = FIRST_ROWS_MAX;
     if (first_rows > max_rows)
         first_rows = max_rows;
     /* the scratch and the rows from fastmog's pool: they go back once the
@@ -363,19 +394,24 @@ static PyObject *connected_components(PyObject *module, PyObject *args, PyObject
         goto done;
     fm_call_gpu_submitted(&call);           /* several launches: see fastmog.h */
     const fm_image no_zone = {0}, no_labels = {0};
-    cudaError_t err = fm_launch_components(fm_gpumat_image(mask), (unsigned char)foreground,
-                                           zone != NULL ? fm_gpumat_image(zone) : no_zone,
-                                           connectivity, min_area, images, work->ptr,
-                                           out->ptr, first_rows,
-                                           labels != NULL ? fm_gpumat_image(labels) : no_labels,
-                                           stream->handle);
+    const fm_image label_image = labels != NULL ? fm_gpumat_image(labels) : no_labels;
+    /* the rows pass writes the header and the first rows into `first` itself */
+    cudaError_t err =
+        opening >= 0
+            ? fm_launch_components_opened(fm_gpumat_image(mask), (unsigned char)foreground,
+                                          opening, min_area, work->ptr, out->ptr, first->ptr,
+                                          first_rows, label_image, stream->handle)
+            : fm_launch_components(fm_gpumat_image(mask), (unsigned char)foreground,
+                                   zone != NULL ? fm_gpumat_image(zone) : no_zone,
+                                   connectivity, min_area, images, work->ptr, out->ptr,
+                                   first->ptr, first_rows, label_image, stream->handle);
     if (err != cudaSuccess) {
         fm_cuda_error(st, err, "labelling a %dx%d mask", height, width);
+        keep_until_done(st, stream, (PyObject *)first);   /* some passes may be queued */
         goto done;
     }
     (void)fm_call_gpu_end(st, &call);
-    if (read_back(st, stream, first->ptr, out->ptr, head + first_rows * sizeof(fm_cc_row),
-                  (PyObject *)first, &call) < 0)
+    if (await_host(st, stream, (PyObject *)first, &call) < 0)
         goto done;
     const fm_cc_header *header = (const fm_cc_header *)first->ptr;
     const int kept = header->kept;

@@ -360,18 +360,22 @@
 #define FM_DOC_CONNECTED_COMPONENTS PyDoc_STR( \
     "_connected_components($module, mask, connectivity, min_area, foreground, /, *,\n" \
     "                      stream, zone=None, timer=None, rows=-1, count=False,\n" \
-    "                      labels=False, images=1)\n--\n\n" \
+    "                      labels=False, images=1, opening=-1)\n--\n\n" \
     "As _cpu_connected_components on the GPU, queued on `stream` (the mask a GpuMat,\n" \
     "any producer's device memory or a numpy array, uploaded), of the pixels also\n" \
     "nonzero in `zone` if given: (stats, centroids, pixels of every region, the\n" \
     "label image or None). labels: True for a new int32 GpuMat, or one to fill. Waits\n" \
-    "for its own copy of the regions' rows only. rows: how many rows to read with\n" \
-    "the header before their count is known (-1: 40, or as many as the last call\n" \
-    "that gave none found). count=True: only the foreground pixels are counted,\n" \
+    "for the regions' rows only. rows: how many rows to read with the header before\n" \
+    "their count is known, at most 1024 (-1: 40, or as many as the last call that\n" \
+    "gave none found). count=True: only the foreground pixels are counted,\n" \
     "(None, None, pixels, None). images > 1: the mask is that many images (of an\n" \
     "even number of rows each) stacked, labelled apart in one pass: (stats and\n" \
     "centroids in each image's own coordinates, image by image, each image's\n" \
-    "foreground count, the index of each image's first row and the end).")
+    "foreground count, the index of each image's first row and the end). opening 0\n" \
+    "(1): the regions of the mask's 3x3 opening (closing) of the pixels equal to\n" \
+    "foreground, as fastmog.morphology(mask, 'open', 3, foreground=foreground)\n" \
+    "gives, made in the labelling's first pass without writing the opened mask\n" \
+    "(connectivity 8, no zone, one image).")
 
 #define FM_DOC_CPU_CONNECTED_COMPONENTS PyDoc_STR( \
     "_cpu_connected_components($module, mask, connectivity, min_area, foreground,\n" \

@@ -1,8 +1,10 @@
 """fastmog.connected_components: the regions of a mask labelled on the GPU,
 bit for bit fastmog.cpu.connected_components' (the options checked as
 there, before anything is queued)."""
+import numpy as np
+
 from . import _fastmog
-from .motion import _regions
+from .motion import _element, _regions
 from .motion._regions import Regions
 
 
@@ -28,17 +30,20 @@ def connected_components(mask, *, stream, connectivity=8, min_area=0, foreground
 
 
 def regions_and_pixels(mask, *, stream, connectivity=8, min_area=0, foreground=255, zone=None,
-                       labels=False, timer=None, rows=-1):
+                       labels=False, timer=None, rows=-1, opening=-1):
     """connected_components, and how many pixels all the regions hold (the
     small ones too): a zone's foreground count, from the same pass. rows:
     the rows read back with the count before it is known (-1: fastmog's
     guess); a caller that knows its scene (the last count of the same zone)
-    makes the first copy fit it."""
+    makes the first copy fit it. opening 0 (1): the regions of the 3x3
+    opening (closing) of the pixels equal to foreground, made in the
+    labelling's first pass (8-connectivity, no zone; see
+    opening_in_labelling)."""
     connectivity, min_area, foreground = _regions.check_options(connectivity, min_area,
                                                                 foreground)
     stats, centroids, pixels, image = _fastmog._connected_components(
         mask, connectivity, min_area, foreground, stream=stream, zone=zone, timer=timer,
-        rows=rows, labels=labels)
+        rows=rows, labels=labels, opening=opening)
     return Regions(len(stats), stats, centroids, image), pixels
 
 
@@ -64,3 +69,18 @@ def regions_of_stack(stack, images, *, stream, connectivity=8, min_area=0, foreg
         images=images)
     return [(Regions(b - a, stats[a:b], centroids[a:b]), counts[k])
             for k, (a, b) in enumerate(zip(starts, starts[1:]))]
+
+
+def opening_in_labelling(morphology, connectivity):
+    """0 or 1 where a detector's morphology, (op, kernel, shape), is the 3x3
+    rectangle's opening or closing and its regions 8-connected: the
+    labelling then makes that morphology in its own first pass, and the
+    cleaned mask is never written (regions_and_pixels' opening); -1
+    otherwise."""
+    if morphology is None or connectivity != 8 or morphology[0] not in ("open", "close"):
+        return -1
+    op, kernel, shape = morphology
+    element = _element.structuring_element(kernel, shape)
+    if element.shape != (3, 3) or not np.all(element):
+        return -1
+    return 1 if op == "close" else 0

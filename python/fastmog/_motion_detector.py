@@ -1,12 +1,15 @@
 """fastmog.MotionDetector: the motion detector's GPU face. The mask stays on
 the GPU: morphology (made binary in its first pass) and each zone's regions
-and foreground count run there, and only the regions' rows come back."""
+and foreground count run there, and only the regions' rows come back.
+Without zones, the 3x3 opening or closing is made by the labelling's first
+pass itself: the cleaned mask is never written."""
 from __future__ import annotations
 
 import numpy as np
 
 from . import _fastmog
-from ._components import foreground_pixels, regions_and_pixels, regions_of_stack
+from ._components import (foreground_pixels, opening_in_labelling, regions_and_pixels,
+                          regions_of_stack)
 from ._morphology import morphology, morphology_stack
 from .motion import _detector
 
@@ -27,6 +30,9 @@ class MotionDetector(_detector.Detector):
         self._device_zones = None
         self._last_counts = None    # regions each zone held last frame: its first read
         self._cleaned = None        # the cleaned mask, reused frame after frame
+        # the 3x3 opening or closing with 8-connectivity: made by the
+        # labelling itself where there are no zones (no cleaned mask written)
+        self._opening = opening_in_labelling(self.morphology, self.connectivity)
 
     def update(self, mask, *, stream, timer=None):
         if not isinstance(stream, _fastmog.Stream):
@@ -59,13 +65,6 @@ class MotionDetector(_detector.Detector):
                                   for z in self._zones]
         self._last_counts = [0] * len(self._device_zones)
 
-    def _clean_on_gpu(self, mask, out=None):
-        """The mask made binary and cleaned by the detector's morphology, on
-        its stream (into `out` when given)."""
-        op, kernel, shape = self._cleaning()
-        return morphology(mask, op, kernel, shape=shape, stream=self._stream,
-                          foreground=self.foreground, out=out, timer=self._timer)
-
     def _cleaning(self):
         """The morphology that cleans a mask: op, kernel and shape."""
         if self.morphology is None:
@@ -75,37 +74,54 @@ class MotionDetector(_detector.Detector):
 
     def _measure(self, mask):
         s, t = self._stream, self._timer
-        # one buffer for every frame's cleaned mask (on the stream's device):
-        # morphology orders its writes after the earlier frames' reads
-        if self._cleaned is None or self._cleaned.device != s.device:
-            self._cleaned = _fastmog.GpuMat(self.shape, np.uint8, device=s.device)
-        clean = self._clean_on_gpu(mask, out=self._cleaned)
         options = dict(stream=s, connectivity=self.connectivity, min_area=self.min_area,
                        timer=t)
         size = self.shape[0] * self.shape[1]
-        measured = []
         if self._zone_specs is None:
-            whole, pixels = regions_and_pixels(clean, rows=self._rows(0), **options)
+            if self._opening >= 0:      # the labelling makes the opening itself
+                whole, pixels = regions_and_pixels(mask, rows=self._rows(0),
+                                                   foreground=self.foreground,
+                                                   opening=self._opening, **options)
+            else:
+                whole, pixels = regions_and_pixels(self._clean(mask), rows=self._rows(0),
+                                                   **options)
             self._last_counts[0] = whole.count
             return pixels / size, [(pixels / size, whole)]
+        clean = self._clean(mask)
         # with zones the whole frame gives only its foreground fraction (the
         # light switch): counted, not labelled
         fraction = foreground_pixels(clean, stream=s, timer=t) / size
+        measured = []
         for k, (zone, zone_size) in enumerate(zip(self._device_zones, self._sizes)):
             regions, inside = regions_and_pixels(clean, zone=zone, rows=self._rows(k), **options)
             self._last_counts[k] = regions.count
             measured.append((inside / zone_size, regions))
         return fraction, measured
 
+    def _clean(self, mask):
+        """The mask made binary and cleaned by the detector's morphology, into
+        one buffer reused by every frame (on the stream's device): morphology
+        orders its writes after the earlier frames' reads."""
+        s = self._stream
+        if self._cleaned is None or self._cleaned.device != s.device:
+            self._cleaned = _fastmog.GpuMat(self.shape, np.uint8, device=s.device)
+        op, kernel, shape = self._cleaning()
+        return morphology(mask, op, kernel, shape=shape, stream=s, foreground=self.foreground,
+                          out=self._cleaned, timer=self._timer)
+
     def _rows(self, k):
         """Zone k's first read: the regions it held last frame and a few more."""
-        return self._last_counts[k] + ROWS_SPARE
+        spare = ROWS_SPARE if self._zone_specs is not None else WHOLE_FRAME_SPARE
+        return self._last_counts[k] + spare
 
 
 # rows read beyond a zone's last count: two regions more than last frame
 # still come in the first copy (24 bytes a row; with two zones and 32
-# regions the frame sends 936 bytes)
+# regions the frame sends 936 bytes). Without zones, the frame's one
+# labelling reads eight more (32 regions: 984 bytes): a scene whose count
+# moves by a few regions a frame then needs no second copy and wait.
 ROWS_SPARE = 2
+WHOLE_FRAME_SPARE = 8
 
 
 def update_cameras(detectors, masks, *, stream, timer=None):

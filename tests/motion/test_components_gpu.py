@@ -284,10 +284,13 @@ def test_the_foreground_is_counted_without_labelling(rng, stream):
 
 def test_a_first_read_of_the_rows_asked(stream):
     from fastmog._components import regions_and_pixels
-    mask = np.zeros((16, 200), np.uint8)
+    mask = np.zeros((16, 400), np.uint8)      # room for 1600 regions
     mask[4:8, 2:198:6] = 255                  # 33 one-pixel-wide bars
     t = fastmog.Timer(nvtx=False)
-    for rows, sent in ((40, 24 * 41), (33, 24 * 34), (3, 24 * 4 + 24 * 30), (0, 24 + 24 * 33)):
+    # the rows pass writes the first read across the bus itself: at most
+    # 1024 rows, the rest (none here) in a copy
+    for rows, sent in ((40, 24 * 41), (33, 24 * 34), (3, 24 * 4 + 24 * 30), (0, 24 + 24 * 33),
+                       (5000, 24 * 1025)):
         regions, _ = regions_and_pixels(mask, stream=stream, rows=rows, timer=t)
         assert regions.count == 33
         assert [r for r in t.records if r.name == "connected_components"][-1].bytes_written \
