@@ -998,7 +998,9 @@ unsigned blocks_for(size_t n)
 /* Queues the labelling after the checks: the runs (of the mask, or with
  * `opening` 0 or 1 of its 3x3 opening or closing, cells.segment
  * kOpenedSegment), their unions, the tiles' statistics, the kept roots
- * counted and scanned, the rows. */
+ * counted and scanned, the rows. A pass is queued only if every one
+ * before it was: none reads scratch that a failed launch left unwritten
+ * (the rows pass writes into host memory). */
 template <bool Eight>
 cudaError_t launch_cells(const Pixels &pixels, const Cells &cells, int opening, const Layout &l,
                          const Work &w, long long min_area, fm_cc_header *header,
@@ -1018,14 +1020,23 @@ cudaError_t launch_cells(const Pixels &pixels, const Cells &cells, int opening, 
         kernel<<<bands, 32 * kBitWarps, 0, stream>>>(pixels, cells, w.parent, w.bits, w.tallies,
                                                      header);
     }
+    cudaError_t err = cudaGetLastError();
+    if (err != cudaSuccess)
+        return err;
     merge_kernel<Eight><<<grid, warps, 0, stream>>>(cells, w.bits, w.parent);
+    if ((err = cudaGetLastError()) != cudaSuccess)
+        return err;
     const dim3 tiles((unsigned)cells.tile_cols, fm_div_up((unsigned)cells.rows, kTileRows));
     tile_gather_kernel<Eight><<<tiles, kTileThreads, 0, stream>>>(
         cells, w.bits, w.parent, w.tallies, w.root_masks, header);
+    if ((err = cudaGetLastError()) != cudaSuccess)
+        return err;
     const KeptRoots roots{w.root_masks, w.tallies, cells, min_area};
     const int entries = (int)l.entries;
     scan_blocks_kernel<<<(unsigned)l.entry_blocks, kThreads, 0, stream>>>(
         roots, entries, w.offsets, w.entry_totals);
+    if ((err = cudaGetLastError()) != cudaSuccess)
+        return err;
     const int read = (int)(read_rows < l.regions ? read_rows : l.regions);
     fm_cc_header *host_head = static_cast<fm_cc_header *>(host);
     const size_t count_slots = fm_cc_count_slots(images);
@@ -1033,6 +1044,8 @@ cudaError_t launch_cells(const Pixels &pixels, const Cells &cells, int opening, 
         roots, w.offsets, w.entry_totals, (int)l.entry_blocks, entries, read, w.tallies, header,
         rows, host_head, (int)(count_slots * sizeof(fm_cc_row) / 8),
         reinterpret_cast<fm_cc_row *>(host_head + 1) + count_slots);
+    if ((err = cudaGetLastError()) != cudaSuccess)
+        return err;
     if (labels.data != nullptr) {
         const dim3 block(32, 8);
         labels_kernel<Eight><<<dim3(fm_div_up((unsigned)cells.width, block.x),

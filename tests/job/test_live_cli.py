@@ -2,6 +2,7 @@
 no end, its masks are those of the same frames from the file, drops are
 reconnected with one line each, latency is reported, a stream that never
 opens is one line, and Ctrl-C or SIGTERM end a stalled run at once."""
+import json
 import signal
 import subprocess
 import sys
@@ -183,3 +184,35 @@ def test_an_nvdec_stream_with_motion_on_the_gpu_gives_the_files_events(clips, nv
             "--events", from_file, timeout=120)
     assert f.returncode == 0, f.stderr
     assert live.read_text() == from_file.read_text() and live.read_text()
+
+
+@pytest.mark.parametrize("where", ["host", pytest.param("gpu", marks=pytest.mark.gpu)])
+def test_several_live_streams_through_dask_each_give_their_motion(clip, tmp_path, where):
+    """Two live streams on Dask workers with motion options: each stream's
+    regions, frame by frame, and events are fastmog.cpu's for its frames."""
+    pytest.importorskip("distributed", reason="needs dask[distributed]")
+    path, data, expected = clip
+    events, regions = tmp_path / "events", tmp_path / "regions"
+    device = ["--cpu"] if where == "host" else []
+    with TcpServer([("send", data, "hold")]) as a, TcpServer([("send", data, "hold")]) as b:
+        r = run(a.url, b.url, "--workers", "2", *device, *MOG2, "--frames", "40",
+                "--morphology", "none", "--min-area", "2", "--threshold", "0.002",
+                "--events", events, "--regions", regions, timeout=180)
+    assert r.returncode == 0, (r.stdout, r.stderr)
+    assert "processed 2 of 2 sources" in r.stdout
+    sub = fastmog.cpu.BackgroundSubtractorMOG2(history=20, var_threshold=12.0)
+    # the block walks a pixel a frame: a 3x3 opening would leave nothing
+    det = fastmog.cpu.MotionDetector(morphology=None, min_area=2, threshold=0.002)
+    want = [det.update(sub.apply(f)).zones[0].regions.stats.tolist() for f in expected[:40]]
+    det.finish()
+    assert any(want) and det.events, "the clip must hold motion for this test to mean anything"
+    files = sorted(regions.iterdir())
+    assert len(files) == 2 and len(sorted(events.iterdir())) == 2
+    for f in files:
+        lines = [json.loads(l) for l in f.read_text().splitlines()]
+        assert [line["zones"][0]["regions"] for line in lines] == want, f.name
+    for f in sorted(events.iterdir()):
+        got = [json.loads(l) for l in f.read_text().splitlines()]
+        assert [(e["start_frame"], e["end_frame"], e["box"]) for e in got] == \
+            [(e.start_frame, e.end_frame, None if e.box is None else list(e.box))
+             for e in det.events], f.name

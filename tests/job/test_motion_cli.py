@@ -224,6 +224,38 @@ def test_several_sources_each_have_their_own_motion_step(frames_dir, mirrored_di
         (events / f"{mirrored_dir.name}.jsonl").read_text()
 
 
+@pytest.mark.parametrize("where", ["host", pytest.param("gpu", marks=pytest.mark.gpu)])
+def test_a_damaged_video_among_several_keeps_the_others_motion(frames_dir, tmp_path, where):
+    """A video with a hole among several sources with motion options: its
+    line names the missing frames and the status is 3, while the healthy
+    source's events and regions are still fastmog.cpu's; with
+    --accept-short the damaged one's regions hold a line per frame read."""
+    pytest.importorskip("distributed", reason="needs dask[distributed]")
+    from cli_helpers import write_gapped_mkv
+
+    video = write_gapped_mkv(tmp_path / "hole.mkv", [*range(6), *range(20, 24)])
+    device = ["--cpu"] if where == "host" else []
+    per_frame, expected = _host_motion(frames_dir, min_area=4, threshold=0.01)
+    assert expected, "the healthy scene must hold events for this test to mean anything"
+    for extra, status in (([], 3), (["--accept-short"], 0)):
+        events, regions = tmp_path / f"events{status}", tmp_path / f"regions{status}"
+        r = run(frames_dir, video, "--workers", "2", *device, *MOG2, "--min-area", "4",
+                "--threshold", "0.01", "--events", events, "--regions", regions, *extra,
+                timeout=180)
+        assert r.returncode == status, (r.stdout, r.stderr)
+        assert "processed 2 of 2 sources" in r.stdout
+        said = r.stderr if status else r.stdout
+        assert "frames 6-19 are missing" in said, (r.stdout, r.stderr)
+        got = _json_lines(events / f"{frames_dir.name}.jsonl")
+        assert [(e["start_frame"], e["end_frame"], e["box"]) for e in got] == \
+            [(e.start_frame, e.end_frame, None if e.box is None else list(e.box))
+             for e in expected]
+        lines = _json_lines(regions / f"{frames_dir.name}.jsonl")
+        assert [line["zones"][0]["regions"] for line in lines] == \
+            [m.zones[0].regions.stats.tolist() for m in per_frame]
+    assert len(_json_lines(regions / "hole.jsonl")) == 10
+
+
 @pytest.mark.parametrize("extra, says", [
     (["--events", "{tmp}/e.jsonl"], "is a folder (a name without extension"),
     (["--events", "{tmp}/both", "--regions", "{tmp}/both"], "name the same file"),
