@@ -412,7 +412,8 @@ def _morphology_images(masks: Sequence[GpuMat], element: npt.NDArray[np.uint8], 
 def _connected_components(
         mask: _Frame, connectivity: int, min_area: int, foreground: int, /, *,
         stream: Stream, zone: _Frame | None = None, timer: _Timer | None = None,
-        rows: int = -1, count: bool = False, labels: bool | GpuMat = False, images: int = 1
+        rows: int = -1, count: bool = False, labels: bool | GpuMat = False, images: int = 1,
+        opening: int = -1
 ) -> tuple[npt.NDArray[np.int32] | None, npt.NDArray[np.float64] | None, Any, Any]: ...
 def _cpu_connected_components(
         mask: npt.NDArray[np.uint8], connectivity: int, min_area: int, foreground: int,
