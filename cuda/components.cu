@@ -6,11 +6,15 @@
  * region's root is its least cell (OpenCV numbers regions in raster order
  * of their first cell). The runs', the unions' and the statistics'
  * passes take 4 cells a thread (one word of the cells' bits), so that the
- * background, most of a frame, costs a load a thread. The statistics are summed in tiles of 16 rows of 32 cells: a
- * warp's cells of one region at once, a tile's in shared memory where the
- * tile holds one region, and added to the region's root; a scan over each
- * tile row's 32-bit mask of roots gives every kept region its row. Exact
- * by construction: integers only. See components_launch.h. */
+ * background, most of a frame, costs a load a thread; the runs' pass can
+ * also make the mask's 3x3 opening first (morphology_bits.h), so that the
+ * opened mask is never written. The statistics are summed in tiles of 16
+ * rows of 32 cells: a warp's cells of one region at once, a tile's in
+ * shared memory where the tile holds one region, and added to the
+ * region's root; a scan over each tile row's 32-bit mask of roots gives
+ * every kept region its row, and the first rows go straight into the
+ * host's page-locked memory. Exact by construction: integers only. See
+ * components_launch.h. */
 #include <stdint.h>
 
 #include "components_launch.h"

@@ -6,7 +6,8 @@
  * the image, so many cameras' masks take one launch. An opening or closing
  * with an element up to 5x5 keeps its first pass in shared memory and
  * makes both in one launch; the 3x3 opening or closing of a binary mask
- * works on bits instead, 8 pixels a word in a warp's registers. Exact by
+ * works on bits instead, a lane's 8 pixels of 4 rows a word in a warp's
+ * registers (morphology_bits.h). Exact by
  * construction: only min and max of bytes (AND and OR where the bytes are
  * 0 or 255, or of bits). See morphology_launch.h. */
 #include <stdint.h>

@@ -11,6 +11,8 @@ import fastmog
 from fastmog import cpu
 from fastmog.testing import iter_frames
 
+from test_motion_host import squares
+
 pytestmark = pytest.mark.gpu
 
 POLYGONS = [[(0, 0), (59, 0), (59, 71), (0, 71)],
@@ -90,17 +92,11 @@ def test_a_whole_frame_reads_eight_spare_rows_in_its_one_copy(stream):
     # without zones the frame's one labelling reads its last count and 8
     # more: 32 regions still fit a kilobyte, and a jump of 6 regions needs
     # no second copy
-    def squares(n):
-        m = np.zeros((64, 480), np.uint8)
-        for k in range(n):
-            m[10:16, 12 * k + 2:12 * k + 8] = 255
-        return m
-
     det = fastmog.MotionDetector()
-    det.update(squares(32), stream=stream)
+    det.update(squares(32, 6, 12, 480), stream=stream)
     t = fastmog.Timer(nvtx=False)
     for n in (32, 38):
-        m = det.update(squares(n), stream=stream, timer=t)
+        m = det.update(squares(n, 6, 12, 480), stream=stream, timer=t)
         assert m.zones[0].regions.count == n
     sent = [r.bytes_written for r in t.records if r.name == "connected_components"]
     assert sent == [24 * (1 + 32 + 8)] * 2 and sent[0] <= 1024

@@ -171,6 +171,15 @@ def test_noise_with_thousands_of_regions(rng, connectivity):
     assert_same_regions(regions, mask, connectivity)
 
 
+def squares(n, side, pitch, width):
+    """n squares of side x side, `pitch` apart along rows 10 on of a 64-row
+    mask: n regions of side * side pixels each."""
+    m = np.zeros((64, width), np.uint8)
+    for k in range(n):
+        m[10:10 + side, pitch * k + 2:pitch * k + 2 + side] = 255
+    return m
+
+
 def spiral(height, width):
     """One path a pixel wide that winds from the border to the centre, two
     pixels between its turns: one region reaching across the whole frame."""
