@@ -403,7 +403,7 @@ __device__ void plant_runs(unsigned word, int lane, int lead, int length, int ba
 /* The runs' pass over the mask: a thread's kPer cells from the mask
  * (cells_word), their bits to `bits`, then plant_runs. The first thread
  * zeroes the header's regions and pixels, which the gather adds to (the
- * rows pass writes the kept count whole). */
+ * rows pass copies them, with the kept count, to the host's header). */
 template <bool Eight>
 __global__ void init_kernel(Pixels pixels, Cells cells, int *parent, unsigned char *bits,
                             Tally *tallies, fm_cc_header *header)
