@@ -11,10 +11,11 @@
  * opened mask is never written. The statistics are summed in tiles of 16
  * rows of 32 cells: a warp's cells of one region at once, a tile's in
  * shared memory where the tile holds one region, and added to the
- * region's root; a scan over each tile row's 32-bit mask of roots gives
- * every kept region its row, and the first rows go straight into the
- * host's page-locked memory. Exact by construction: integers only. See
- * components_launch.h. */
+ * region's root, and each tile row's roots are counted (a 32-bit mask)
+ * into its block of the rows pass; that pass scans its block's masks,
+ * which, with the blocks' counts before it, give every kept region its
+ * row, and the first rows go straight into the host's page-locked
+ * memory. Exact by construction: integers only. See components_launch.h. */
 #include <stdint.h>
 
 #include "components_launch.h"
@@ -24,9 +25,7 @@
 namespace {
 
 constexpr unsigned kFull = 0xffffffffu;
-constexpr int kThreads = 256;
-constexpr int kScanPer = 4;                       /* entries per thread of a scan block */
-constexpr int kScanBlock = kThreads * kScanPer;   /* entries per scan block */
+constexpr int kThreads = 256;                   /* also the rows pass's entries a block */
 constexpr size_t kAlign = 256;
 /* A tile of the statistics' pass: kTileRows rows of kTileCols cells. */
 constexpr int kTileCols = 32;
@@ -79,7 +78,7 @@ struct Cells {
 };
 
 struct Layout {
-    size_t cells, regions, entries, entry_blocks;
+    size_t cells, regions, entries, entry_blocks;   /* entry_blocks: the rows pass's */
     size_t bits_pitch, bits;
 };
 
@@ -92,7 +91,7 @@ Layout layout_of(int width, int height, int connectivity)
     l.cells = cols * rows;
     l.regions = eight ? l.cells : ((size_t)width * height + 1) / 2;
     l.entries = rows * ((cols + kTileCols - 1) / kTileCols);
-    l.entry_blocks = (l.entries + kScanBlock - 1) / kScanBlock;
+    l.entry_blocks = (l.entries + kThreads - 1) / kThreads;
     l.bits_pitch = (cols + kPer - 1) / kPer * kPer;
     l.bits = rows * l.bits_pitch;
     return l;
@@ -105,14 +104,14 @@ size_t aligned(size_t n)
 
 /* The scratch, carved in this order. Per cell: its parent (foreground
  * cells only), its bits (rows of bits_pitch) and its region's tally (roots
- * only: indexed by the root's cell). Per tile row: the roots' mask and the
- * kept regions' offset; per scan block, its total. */
+ * only: indexed by the root's cell). Per tile row (an entry): the roots'
+ * mask; per block of the rows pass, its entries' kept regions. */
 struct Work {
     int *parent;
     unsigned char *bits;
     Tally *tallies;
     unsigned *root_masks;
-    int *offsets, *entry_totals;
+    int *totals;
 };
 
 size_t carve(const Layout &l, char *base, Work *w)
@@ -127,8 +126,7 @@ size_t carve(const Layout &l, char *base, Work *w)
     w->bits = (unsigned char *)take(l.bits);
     w->tallies = (Tally *)take(l.cells * sizeof(Tally));
     w->root_masks = (unsigned *)take(l.entries * sizeof(unsigned));
-    w->offsets = (int *)take(l.entries * sizeof(int));
-    w->entry_totals = (int *)take(l.entry_blocks * sizeof(int));
+    w->totals = (int *)take(l.entry_blocks * sizeof(int));
     return at;
 }
 
@@ -327,16 +325,26 @@ __device__ bool touches_left(unsigned here, unsigned left)
     return Eight ? (here & kLeftColumn) && (left & kRightColumn) : here && left;
 }
 
+/* Bit k: cell k of the word is not 0. A cell is below 0x80, so adding
+ * 0x7f sets its byte's top bit exactly where it is not 0, and no carry
+ * leaves the byte; times 1 + 2^7 + 2^14 + 2^21 then puts byte k's top bit
+ * at bit 21 + k, no two partial products sharing a bit. */
+__device__ unsigned nonzero_cells(unsigned word)
+{
+    const unsigned tops = (word + 0x7f7f7f7fu) & 0x80808080u;
+    return (tops >> 7) * 0x00204081u >> 21 & 0xfu;
+}
+
 /* Bit k: the word's cell k touches the cell on its left (cell k - 1, or
- * `left` for cell 0). */
+ * `left` for cell 0), touches_left for the 4 cells at once. */
 template <bool Eight>
 __device__ unsigned links(unsigned word, unsigned left)
 {
-    unsigned linked = 0;
-    for (int k = 0; k < kPer; k++)
-        linked |= (unsigned)touches_left<Eight>(cell(word, k), k > 0 ? cell(word, k - 1) : left)
-                  << k;
-    return linked;
+    const unsigned lefts = word << 8 | left;
+    if (!Eight)
+        return nonzero_cells(word) & nonzero_cells(lefts);
+    return nonzero_cells(word & kLeftColumn * 0x01010101u)
+           & nonzero_cells(lefts & kRightColumn * 0x01010101u);
 }
 
 /* Whether bits from + 1 to to of `linked` are all set (from at least -1):
@@ -347,67 +355,89 @@ __device__ bool all_linked(unsigned linked, int from, int to)
     return (linked & span) == span;
 }
 
-/* Each foreground cell of a warp's segment of a row points at the first
- * cell of its run of touching cells within the segment, so that a run is
- * one tree before any union. `word` is this lane's kPer cells, the
- * segment's cells (lane - lead) * kPer on; lanes before `lead` hold
- * none (their word 0), nor do lanes past the segment's `length` cells.
- * `base` is the segment's first cell, `limit` the cells left in its row.
- * A run's first cell is the only one that can end as a root: its tally is
- * zeroed. The run's first cell is the thread's last start up to the cell,
- * or else the segment's last before the thread (a max scan over the
- * lanes); the parents and tallies are written after a shuffle, a warp's
- * stores to neighbouring cells. A background cell's parent is never read,
- * so it is not written. Every lane calls it. */
-template <bool Eight>
-__device__ void plant_runs(unsigned word, int lane, int lead, int length, int base, int limit,
-                           int *parent, Tally *tallies)
+/* Each foreground cell of a warp's segments of `Rows` rows points at the
+ * first cell of its run of touching cells within its segment, so that a
+ * run is one tree before any union. `words[r]` is this lane's kPer cells
+ * of row r, that segment's cells (lane - lead) * kPer on; lanes before
+ * `lead` hold none (their words 0), nor do lanes past the segment's
+ * `length` cells. Row r's segment starts at cell base + r * stride, and
+ * `limit` cells are left in its row. A run's first cell is the only one
+ * that can end as a root: its tally is zeroed. The run's first cell is
+ * the thread's last start up to the cell, or else the segment's last
+ * before the thread: a max scan over the lanes, of a byte a row (a start
+ * plus 1, below 256), so that the rows share its shuffles. A background
+ * cell's parent is never read, so it is not written. Every lane calls it. */
+template <bool Eight, int Rows>
+__device__ void plant_runs(const unsigned (&words)[Rows], int lane, int lead, int length, int base,
+                           int stride, int limit, int *parent, Tally *tallies)
 {
-    if (!__any_sync(kFull, word != 0))
-        return;                             /* a segment of background, most of a frame */
+    static_assert(Rows <= 4 && 32 * kPer < 256, "a row's start is a byte of a word");
+    unsigned any = 0, ends = 0;             /* ends: byte r, this lane's last cell of row r */
+#pragma unroll
+    for (int r = 0; r < Rows; r++) {
+        any |= words[r];
+        ends |= cell(words[r], kPer - 1) << 8 * r;
+    }
+    if (!__any_sync(kFull, any != 0))
+        return;                             /* segments of background, most of a frame */
     const int at = (lane - lead) * kPer;
-    const unsigned left = __shfl_up_sync(kFull, cell(word, kPer - 1), 1);
-    const unsigned linked = links<Eight>(word, lane > lead ? left : 0u);
-    unsigned starts = 0;                    /* foreground cells joining none on their left */
-    for (int k = 0; k < kPer; k++)
-        starts |= (unsigned)(cell(word, k) != 0 && !(linked >> k & 1u)) << k;
-    int last = starts ? at + 31 - __clz((int)starts) : -1;
+    const unsigned from_left = __shfl_up_sync(kFull, ends, 1);
+    const unsigned lefts = lane > lead ? from_left : 0u;
+    unsigned starts[Rows];                  /* foreground cells joining none on their left */
+    unsigned last = 0;                      /* byte r: row r's last start up to here, plus 1 */
+#pragma unroll
+    for (int r = 0; r < Rows; r++) {
+        starts[r] = nonzero_cells(words[r]) & ~links<Eight>(words[r], lefts >> 8 * r & 0xffu);
+        last |= starts[r] ? (unsigned)(at + 32 - __clz((int)starts[r])) << 8 * r : 0u;
+    }
     for (int off = 1; off < 32; off <<= 1) {
-        const int n = __shfl_up_sync(kFull, last, off);
+        const unsigned n = __shfl_up_sync(kFull, last, off);
         if (lane >= off)
-            last = max(last, n);
+            last = __vmaxu4(last, n);
     }
-    int run = __shfl_up_sync(kFull, last, 1);   /* a linked first cell has a lane before */
-    /* byte k: cell k's run's first cell in the segment, plus 1; 0 for background */
-    unsigned runs = 0;
-    for (int k = 0; k < kPer; k++) {
-        if (starts >> k & 1u)
-            run = at + k;
-        runs |= cell(word, k) != 0 ? (unsigned)(run + 1) << 8 * k : 0u;
-    }
-    /* the segment's cells written a warp's 32 at a time, lane by lane (the
-     * stores coalesce): cell x is byte x % kPer of lane lead + x / kPer's
-     * runs (past the lanes for x beyond the segment: not written) */
-    for (int r = 0; r < kPer; r++) {
-        const int x = 32 * r + lane;
-        const unsigned from = __shfl_sync(kFull, runs, (lead + x / kPer) & 31);
-        const int first = (int)cell(from, x % kPer) - 1;
-        if (first < 0 || x >= length || x >= limit)
+    /* a cell linked on its left has a lane before it */
+    const unsigned before = __shfl_up_sync(kFull, last, 1);
+#pragma unroll
+    for (int r = 0; r < Rows; r++) {
+        if (words[r] == 0)
             continue;
-        parent[base + x] = base + first;
-        if (first == x)
-            tallies[base + x] = Tally{};
+        const int row = base + r * stride;
+        int run = (int)(before >> 8 * r & 0xffu) - 1;
+#pragma unroll
+        for (int k = 0; k < kPer; k++) {
+            const int x = at + k;
+            if (starts[r] >> k & 1u)
+                run = x;
+            if (cell(words[r], k) == 0 || x >= length || x >= limit)
+                continue;
+            parent[row + x] = row + run;
+            if (run == x)
+                tallies[row + x] = Tally{};
+        }
     }
+}
+
+/* The rows pass's totals zeroed by a runs' pass, which has more threads
+ * than there are totals, before the gather adds its roots to them. */
+__device__ void zero_totals(int *totals, int blocks)
+{
+    const int threads = (int)(gridDim.x * gridDim.y * blockDim.x * blockDim.y);
+    int t = (int)(((blockIdx.y * gridDim.x + blockIdx.x) * blockDim.y + threadIdx.y) * blockDim.x
+                  + threadIdx.x);
+    for (; t < blocks; t += threads)
+        totals[t] = 0;
 }
 
 /* The runs' pass over the mask: a thread's kPer cells from the mask
  * (cells_word), their bits to `bits`, then plant_runs. The first thread
  * zeroes the header's regions and pixels, which the gather adds to (the
- * rows pass copies them, with the kept count, to the host's header). */
+ * rows pass copies them, with the kept count, to the host's header), and
+ * every thread its share of the rows pass's totals. */
 template <bool Eight>
 __global__ void init_kernel(Pixels pixels, Cells cells, int *parent, unsigned char *bits,
-                            Tally *tallies, fm_cc_header *header)
+                            Tally *tallies, fm_cc_header *header, int *totals, int blocks)
 {
+    zero_totals(totals, blocks);
     const int lane = (int)(threadIdx.x & 31);
     const int cx0 = (int)(blockIdx.x * blockDim.x + threadIdx.x) * kPer;
     const int cy = (int)(blockIdx.y * blockDim.y + threadIdx.y);
@@ -422,8 +452,9 @@ __global__ void init_kernel(Pixels pixels, Cells cells, int *parent, unsigned ch
         header->pixels = 0;
     }
     const int segment = cx0 - lane * kPer;
-    plant_runs<Eight>(word, lane, 0, kSegment, cy * cells.cols + segment, cells.cols - segment,
-                      parent, tallies);
+    const unsigned words[1] = {word};
+    plant_runs<Eight, 1>(words, lane, 0, kSegment, cy * cells.cols + segment, cells.cols,
+                         cells.cols - segment, parent, tallies);
 }
 
 /* Bits 2k and 2k + 1 of `row` (8 bits) to bits 0 and 1 of byte k: a
@@ -444,8 +475,9 @@ __device__ __forceinline__ unsigned pairs_to_bytes(unsigned row)
 template <bool DilateFirst>
 __global__ void __launch_bounds__(32 * kBitWarps)
 opened_init_kernel(Pixels pixels, Cells cells, int *parent, unsigned char *bits,
-                   Tally *tallies, fm_cc_header *header)
+                   Tally *tallies, fm_cc_header *header, int *totals, int blocks)
 {
+    zero_totals(totals, blocks);
     const int lane = (int)(threadIdx.x & 31);
     const int warp_x = (int)(blockIdx.x * kBitWarps + (threadIdx.x >> 5));
     if (warp_x * kBitWarpCols >= cells.width)
@@ -462,20 +494,19 @@ opened_init_kernel(Pixels pixels, Cells cells, int *parent, unsigned char *bits,
         header->regions = 0;                /* counted by the gather */
         header->pixels = 0;
     }
+    unsigned words[kBitRows / 2];           /* the band's cell rows, 0 past the last */
 #pragma unroll
     for (int r = 0; r < kBitRows / 2; r++) {
         const int cy = y0 / 2 + r;
-        if (cy >= cells.rows)
-            return;                         /* the whole warp */
         const uint32_t top = band_row(opened, 2 * r) & inside;
         const uint32_t bottom =
             y0 + 2 * r + 1 < cells.height ? band_row(opened, 2 * r + 1) & inside : 0u;
-        const unsigned word = pairs_to_bytes(top) | pairs_to_bytes(bottom) << 2;
-        if (own)
-            *reinterpret_cast<unsigned *>(bits + cells.bit(cx0, cy)) = word;
-        plant_runs<true>(word, lane, 1, kOpenedSegment, cy * cells.cols + segment,
-                         cells.cols - segment, parent, tallies);
+        words[r] = cy < cells.rows ? pairs_to_bytes(top) | pairs_to_bytes(bottom) << 2 : 0u;
+        if (own && cy < cells.rows)
+            *reinterpret_cast<unsigned *>(bits + cells.bit(cx0, cy)) = words[r];
     }
+    plant_runs<true>(words, lane, 1, kOpenedSegment, y0 / 2 * cells.cols + segment, cells.cols,
+                     cells.cols - segment, parent, tallies);
 }
 
 /* Whether a cell (bits v) touches the cell above it at column offset d
@@ -675,14 +706,16 @@ __device__ void combine(Part *into, const Part &p)
  * every foreground cell of the tile has one root (a large region), the
  * warps' sums meet in shared memory first, so the root takes one add per
  * tile, not one per warp. Each tile row's mask of roots goes to
- * root_masks; the header gets the regions and pixels counted. A tile's
+ * root_masks; the header gets the regions and pixels counted; with
+ * `count_roots` (every region kept: min_area at most 1), each tile row's
+ * roots are added to the total of its block of the rows pass. A tile's
  * sums fit 32 bits: at most 2048 pixels of x below 65536. */
 constexpr int kTileThreads = kTileCells / kPer;
 
 template <bool Eight>
 __global__ void __launch_bounds__(kTileThreads)
 tile_gather_kernel(Cells cells, const unsigned char *bits, int *parent, Tally *tallies,
-                   unsigned *root_masks, fm_cc_header *header)
+                   unsigned *root_masks, fm_cc_header *header, int *totals, bool count_roots)
 {
     constexpr int kRowThreads = kTileCols / kPer;
     __shared__ Part s_sum;
@@ -755,10 +788,14 @@ tile_gather_kernel(Cells cells, const unsigned char *bits, int *parent, Tally *t
         row_roots |= __shfl_xor_sync(kFull, row_roots, off);
     const unsigned pixels = warp_total((unsigned)__popc(word));
     if (tx == 0) {
+        const int entry = cells.entry(cy, (int)blockIdx.x);
         if (cy < cells.rows)
-            root_masks[cells.entry(cy, (int)blockIdx.x)] = row_roots;
-        if (row_roots)
+            root_masks[entry] = row_roots;
+        if (row_roots) {
             atomicAdd(&s_roots, (unsigned)__popc(row_roots));
+            if (count_roots)
+                atomicAdd(&totals[entry / kThreads], __popc(row_roots));
+        }
     }
     if ((l & 31) == 0)
         atomicAdd(&s_pixels, pixels);
@@ -842,26 +879,22 @@ struct KeptRoots {
     }
 };
 
-/* Each entry's count's place among all counts of its scan block; the
- * block's sum to totals. */
-template <class Count>
-__global__ void scan_blocks_kernel(Count count, int n, int *local, int *totals)
+/* Each block of the rows pass's kept regions, where min_area drops some
+ * (else the gather counts them): a thread an entry, as the rows pass. */
+__global__ void __launch_bounds__(kThreads)
+kept_totals_kernel(KeptRoots roots, int entries, int *totals)
 {
-    const int base = (int)blockIdx.x * kScanBlock + (int)threadIdx.x * kScanPer;
-    int f[kScanPer], sum = 0;
-    for (int k = 0; k < kScanPer; ++k) {
-        f[k] = base + k < n ? count(base + k) : 0;
-        sum += f[k];
-    }
-    int total;
-    int at = block_exclusive_sum(sum, &total);
-    for (int k = 0; k < kScanPer; ++k) {
-        if (f[k])
-            local[base + k] = at;
-        at += f[k];
-    }
+    const int i = (int)(blockIdx.x * blockDim.x + threadIdx.x);
+    const unsigned n = warp_total(i < entries ? (unsigned)roots(i) : 0u);
+    __shared__ int s_total;
     if (threadIdx.x == 0)
-        totals[blockIdx.x] = total;
+        s_total = 0;
+    __syncthreads();
+    if ((threadIdx.x & 31) == 0 && n != 0)
+        atomicAdd(&s_total, (int)n);
+    __syncthreads();
+    if (threadIdx.x == 0)
+        totals[blockIdx.x] = s_total;
 }
 
 /* A coordinate sum in a row's three half-words, low first. */
@@ -872,12 +905,12 @@ __device__ void put48(uint16_t *dst, unsigned long long v)
     dst[2] = (uint16_t)(v >> 32);
 }
 
-/* The kept regions as rows, a thread a tile row: its kept roots in cell
- * order from the scanned offset on; each root's row number (or -1, not
- * kept) to its tally, for the label image. Each block first sums the scan
- * blocks' totals: those before its own entries' (kScanBlock is a multiple
- * of the block, so they lie in one scan block) give their offset, all of
- * them the kept count; a block with nothing to write leaves first. The
+/* The kept regions as rows, a thread an entry (a tile row): its kept
+ * roots in cell order, from its offset on; each root's row number (or -1,
+ * not kept) to its tally, for the label image. A block with nothing to
+ * write leaves first; the others sum the blocks' totals, those before
+ * their own for their offset and all of them for the kept count, and scan
+ * their own entries' counts. The
  * first `read_rows` rows go straight to the host's page-locked memory
  * (`host_rows`), after the header and the `count_words` words of the
  * stack's counts (`host`), so that no copy waits behind this pass; later
@@ -885,25 +918,27 @@ __device__ void put48(uint16_t *dst, unsigned long long v)
  * to `read_rows`, and the header's spare words, are zeroed: the host reads
  * them before it knows the count, and finds nothing left uninitialised. */
 __global__ void __launch_bounds__(kThreads)
-rows_kernel(KeptRoots roots, const int *offsets, const int *totals, int blocks, int entries,
-            int read_rows, Tally *tallies, const fm_cc_header *header, fm_cc_row *rows,
-            fm_cc_header *host, int count_words, fm_cc_row *host_rows)
+rows_kernel(KeptRoots roots, const int *totals, int blocks, int entries, int read_rows,
+            Tally *tallies, const fm_cc_header *header, fm_cc_row *rows, fm_cc_header *host,
+            int count_words, fm_cc_row *host_rows)
 {
     __shared__ int s_before, s_kept;
     const int i = (int)(blockIdx.x * blockDim.x + threadIdx.x);
     const int stride = (int)(gridDim.x * blockDim.x);
-    const int start = (int)(blockIdx.x * blockDim.x), own_block = start / kScanBlock;
+    const int start = (int)(blockIdx.x * blockDim.x);
     const unsigned found = i < entries ? roots.masks[i] : 0u;
+    /* the first total this thread sums, loaded beside the mask */
+    const unsigned total0 = (int)threadIdx.x < blocks ? (unsigned)totals[threadIdx.x] : 0u;
     if (threadIdx.x == 0)
         s_before = s_kept = 0;
     /* only a block with roots, rows to zero or the header to write needs the totals */
     if (!__syncthreads_or(found != 0) && start >= read_rows && blockIdx.x != 0)
         return;
-    unsigned before = 0, all = 0;
-    for (int b = (int)threadIdx.x; b < blocks; b += (int)blockDim.x) {
+    unsigned before = threadIdx.x < blockIdx.x ? total0 : 0u, all = total0;
+    for (int b = (int)(threadIdx.x + blockDim.x); b < blocks; b += (int)blockDim.x) {
         const unsigned t = (unsigned)totals[b];
         all += t;
-        before += b < own_block ? t : 0u;
+        before += b < (int)blockIdx.x ? t : 0u;
     }
     before = warp_total(before);
     all = warp_total(all);
@@ -911,8 +946,9 @@ rows_kernel(KeptRoots roots, const int *offsets, const int *totals, int blocks, 
         atomicAdd(&s_before, (int)before);
         atomicAdd(&s_kept, (int)all);
     }
-    __syncthreads();
-    const int kept = s_kept;
+    int unused;
+    const int local = block_exclusive_sum(found != 0 ? roots(i) : 0, &unused);
+    const int kept = s_kept;                /* block_exclusive_sum's barrier came first */
     if (blockIdx.x == 0) {
         if (threadIdx.x == 0)
             *host = fm_cc_header{header->regions, kept, header->pixels, {0, 0}};
@@ -934,7 +970,7 @@ rows_kernel(KeptRoots roots, const int *offsets, const int *totals, int blocks, 
             continue;
         }
         if (at < 0)
-            at = offsets[i] + s_before;
+            at = local + s_before;
         const Tally t = tallies[cell];
         const unsigned x0 = 65535u - t.left_inv, y0 = 65535u - t.top_inv;
         fm_cc_row row;
@@ -1001,8 +1037,9 @@ unsigned blocks_for(size_t n)
 
 /* Queues the labelling after the checks: the runs (of the mask, or with
  * `opening` 0 or 1 of its 3x3 opening or closing, cells.segment
- * kOpenedSegment), their unions, the tiles' statistics, the kept roots
- * counted and scanned, the rows. A pass is queued only if every one
+ * kOpenedSegment), their unions, the tiles' statistics (which count the
+ * roots, or where min_area drops some, a pass of its own counts the kept
+ * ones), the rows. A pass is queued only if every one
  * before it was: none reads scratch that a failed launch left unwritten
  * (the rows pass writes into host memory). */
 template <bool Eight>
@@ -1012,17 +1049,18 @@ cudaError_t launch_cells(const Pixels &pixels, const Cells &cells, int opening, 
                          const fm_image &labels, cudaStream_t stream)
 {
     const dim3 warps(32, 8);
+    const int blocks = (int)l.entry_blocks;
     const dim3 grid(fm_div_up(fm_div_up((unsigned)cells.cols, kPer), warps.x),
                     fm_div_up((unsigned)cells.rows, warps.y));
     if (opening < 0)
         init_kernel<Eight><<<grid, warps, 0, stream>>>(pixels, cells, w.parent, w.bits,
-                                                       w.tallies, header);
+                                                       w.tallies, header, w.totals, blocks);
     else {
         const dim3 bands(fm_div_up((unsigned)cells.width, kBitWarps * kBitWarpCols),
                          fm_div_up((unsigned)cells.height, kBitRows));
         auto kernel = opening ? opened_init_kernel<true> : opened_init_kernel<false>;
         kernel<<<bands, 32 * kBitWarps, 0, stream>>>(pixels, cells, w.parent, w.bits, w.tallies,
-                                                     header);
+                                                     header, w.totals, blocks);
     }
     cudaError_t err = cudaGetLastError();
     if (err != cudaSuccess)
@@ -1032,20 +1070,21 @@ cudaError_t launch_cells(const Pixels &pixels, const Cells &cells, int opening, 
         return err;
     const dim3 tiles((unsigned)cells.tile_cols, fm_div_up((unsigned)cells.rows, kTileRows));
     tile_gather_kernel<Eight><<<tiles, kTileThreads, 0, stream>>>(
-        cells, w.bits, w.parent, w.tallies, w.root_masks, header);
+        cells, w.bits, w.parent, w.tallies, w.root_masks, header, w.totals, min_area <= 1);
     if ((err = cudaGetLastError()) != cudaSuccess)
         return err;
     const KeptRoots roots{w.root_masks, w.tallies, cells, min_area};
     const int entries = (int)l.entries;
-    scan_blocks_kernel<<<(unsigned)l.entry_blocks, kThreads, 0, stream>>>(
-        roots, entries, w.offsets, w.entry_totals);
-    if ((err = cudaGetLastError()) != cudaSuccess)
-        return err;
+    if (min_area > 1) {
+        kept_totals_kernel<<<(unsigned)blocks, kThreads, 0, stream>>>(roots, entries, w.totals);
+        if ((err = cudaGetLastError()) != cudaSuccess)
+            return err;
+    }
     const int read = (int)(read_rows < l.regions ? read_rows : l.regions);
     fm_cc_header *host_head = static_cast<fm_cc_header *>(host);
     const size_t count_slots = fm_cc_count_slots(images);
     rows_kernel<<<blocks_for((size_t)(entries > read ? entries : read)), kThreads, 0, stream>>>(
-        roots, w.offsets, w.entry_totals, (int)l.entry_blocks, entries, read, w.tallies, header,
+        roots, w.totals, blocks, entries, read, w.tallies, header,
         rows, host_head, (int)(count_slots * sizeof(fm_cc_row) / 8),
         reinterpret_cast<fm_cc_row *>(host_head + 1) + count_slots);
     if ((err = cudaGetLastError()) != cudaSuccess)

@@ -109,8 +109,20 @@ __device__ __forceinline__ void pair3_bits(const unsigned char *src, size_t src_
     constexpr uint32_t second_neutral = DilateFirst ? 0xffffffffu : 0u;
     constexpr int in_rows = kBitRows + 4;
     const bool whole = vectors && x0 >= 0 && x0 + 8 <= width;
+    /* a halo lane wholly left or right of the image: all its pixels take
+     * the first pass's neutral value, with no loop over them */
+    const bool off = x0 + 8 <= 0 || x0 >= width;
+    /* a band away from the top and bottom needs no row clamps or masks
+     * (the whole warp takes one side) */
+    const bool edge = y0 < 2 || y0 + kBitRows + 2 > height;
     uint2 raw[in_rows];
-    if (whole) {
+    if (whole && !edge) {
+        const unsigned char *first = src + (size_t)(y0 - 2) * src_pitch + x0;
+#pragma unroll
+        for (int r = 0; r < in_rows; ++r)
+            raw[r] = __ldg(reinterpret_cast<const uint2 *>(first + r * src_pitch));
+    }
+    else if (whole) {
 #pragma unroll
         for (int r = 0; r < in_rows; ++r) {
             const int y = min(max(y0 - 2 + r, 0), height - 1);
@@ -126,6 +138,11 @@ __device__ __forceinline__ void pair3_bits(const unsigned char *src, size_t src_
 #pragma unroll
         for (int r = 0; r < in_rows; ++r)
             in[r / 4] |= bits8(raw[r], fg4) << 8 * (r % 4);
+    }
+    else if (off) {
+#pragma unroll
+        for (int w = 0; w < in_rows / 4; ++w)
+            in[w] = first_neutral;
     }
     else {
 #pragma unroll
@@ -148,9 +165,6 @@ __device__ __forceinline__ void pair3_bits(const unsigned char *src, size_t src_
      * of 8, so a lane starts either inside it or wholly left of it */
     const uint32_t inside =
         (x0 < 0 ? 0u : 0xffu >> (8 - min(max(width - x0, 0), 8))) * 0x01010101u;
-    /* a band away from the top and bottom needs no row masks (the whole
-     * warp takes one side) */
-    const bool edge = y0 < 2 || y0 + kBitRows + 2 > height;
     if (edge) {
 #pragma unroll
         for (int w = 0; w < in_rows / 4; ++w) {
