@@ -238,8 +238,9 @@ done:
  * rows: the rows read with the header before the count is known (the rest
  * follow in a second copy), at most FIRST_ROWS_MAX; -1: FIRST_ROWS_MIN, or
  * what the last such call found if more. count: only the pixels are
- * counted, (None, None, pixels, None). labels: False, True (a new int32 GpuMat) or the caller's GpuMat to
- * fill with the label image; None in the result when False. images > 1:
+ * counted, (None, None, pixels, None). labels: False, True (a new int32
+ * GpuMat) or the caller's GpuMat to fill with the label image; None in the
+ * result when False. images > 1:
  * the mask is a stack of that many images (cameras) of an even number of
  * rows each, labelled apart in one pass; see regions_of for the result.
  * opening 0 or 1: the mask's 3x3 opening or closing is labelled, made in
