@@ -41,7 +41,11 @@ __device__ __forceinline__ void load_mode(const fm_mog2_model &model, size_t i, 
 
 // Mode 0 is read before the mode count arrives: almost every pixel uses it
 // (the model is zeroed when made), and it saves most pixels one dependent
-// round trip to memory, which is what bounds scenes with few modes.
+// round trip to memory, which is what bounds scenes with few modes. So are
+// the other weights, of every slot the model has rather than of the modes in
+// use: waiting for the count before asking for them cost a second round trip
+// (a few bytes more per pixel, 2-3 % faster; cuda/MOG2_NOTES.md, v11); what
+// slots past the count hold is never used.
 // The count is device state anyone holding the model's address can write:
 // it is clamped to n_mixtures (a no-op for valid state), so no value can
 // drive the kernel outside the model; a damaged count is rewritten.
@@ -58,7 +62,7 @@ __device__ __forceinline__ void load_pixel(const fm_mog2_model &model, int n_mix
     px.nmodes = min(px.stored, n_mixtures);
 #pragma unroll
     for (int k = 1; k < M; ++k)
-        if (k < px.stored)
+        if (k < model.n_mixtures)
             px.weight[k] = model.weight[k * P + i];
 }
 
@@ -137,11 +141,63 @@ __device__ __forceinline__ void load_visited(const fm_mog2_params &p, const fm_m
     }
 }
 
-template <int C, int M, typename T, bool kEager>
+template <int C, typename T>
+__device__ __forceinline__ void read_sample(const fm_mog2_frame_io &io, int x, int y,
+                                            float (&sample)[C])
+{
+    const T *row = reinterpret_cast<const T *>(static_cast<const char *>(io.frame)
+                                               + (size_t)y * io.frame_pitch);
+#pragma unroll
+    for (int c = 0; c < C; ++c)
+        sample[c] = (float)row[(size_t)x * C + c];  // exact for uint8
+}
+
+// Whether sample x fits mode 0 and is background there: fm_mog2_update_pixel's
+// two tests at mode 0 (where the weight summed before it is 0), same floats.
+// Mode 0 is always in registers: load_pixel reads it and updates keep it.
+template <int C, int M>
+__device__ __forceinline__ bool fits_first(const fm_mog2_params &p, const float (&x)[C],
+                                           const Pixel<C, M> &px)
+{
+    if (px.nmodes == 0)
+        return false;
+    float dist2 = 0.0f;
+#pragma unroll
+    for (int c = 0; c < C; ++c) {
+        float d = px.mean[c] - x[c];
+        dist2 += d * d;
+    }
+    return 0.0f < p.background_ratio && dist2 < p.var_threshold * px.variance[0]
+           && dist2 < p.var_threshold_gen * px.variance[0];
+}
+
+// The update of a sample that fits_first: the short path, no other mode read.
+template <int C, int M>
+__device__ __forceinline__ unsigned char update_first(const fm_mog2_params &p,
+                                                      const fm_mog2_rates &r,
+                                                      const float (&x)[C], Pixel<C, M> &px)
+{
+    unsigned char nmodes = (unsigned char)px.nmodes;
+    unsigned char out = fm_mog2_update_pixel(&p, &r, x, C, 0, px.weight, px.variance, px.mean,
+                                             1, &nmodes, &px.changed, M, 1);
+    px.nmodes = nmodes;
+    px.valid |= px.changed;
+    return out;
+}
+
+// kUniform: a sample that fits_first takes the short path only when every
+// pixel of its warp does (a pass over several frames, where each pixel's
+// state stays in its thread): a warp of mixed pixels would run both paths.
+template <int C, int M, typename T, bool kEager, bool kUniform>
 __device__ __forceinline__ void update_pixel(const fm_mog2_params &p, const fm_mog2_frame_io &io,
                                              const fm_mog2_model &model, int x, int y, size_t i,
                                              Pixel<C, M> &px)
 {
+    // The sample is read before the known-foreground test: a load is not
+    // moved above a branch, and after it the frame's round trip to memory
+    // would start only once the model's had ended.
+    float sample[C];
+    read_sample<C, T>(io, x, y, sample);
     unsigned char *mask = io.mask + (size_t)y * io.mask_pitch + x;
     if (io.restart)
         px.nmodes = 0;
@@ -149,16 +205,14 @@ __device__ __forceinline__ void update_pixel(const fm_mog2_params &p, const fm_m
         *mask = 255;  // foreground, and the model is left as it is
         return;
     }
-    const T *row = reinterpret_cast<const T *>(static_cast<const char *>(io.frame)
-                                               + (size_t)y * io.frame_pitch);
-    float sample[C];
-#pragma unroll
-    for (int c = 0; c < C; ++c)
-        sample[c] = (float)row[(size_t)x * C + c];  // exact for uint8
+    if (kUniform && __all_sync(__activemask(), fits_first(p, sample, px))) {
+        *mask = update_first(p, io.rates, sample, px);
+        return;
+    }
     load_visited<C, M, kEager>(p, io.rates, sample, model, i, px);
     unsigned char nmodes = (unsigned char)px.nmodes;
     *mask = fm_mog2_update_pixel(&p, &io.rates, sample, C, 0, px.weight, px.variance, px.mean,
-                                 1, &nmodes, &px.changed, M);
+                                 1, &nmodes, &px.changed, M, 0);
     px.nmodes = nmodes;
     px.valid |= px.changed;
 }
@@ -189,7 +243,7 @@ __device__ __forceinline__ void store_pixel(const fm_mog2_model &model, size_t i
 // issues the loads of a sample that misses mode 0 at once; a pass over K
 // frames, whose later frames find most modes in registers, ran slower with it
 // (more registers spilled; cuda/MOG2_NOTES.md, v9).
-template <int C, int M, typename T, bool kEager = true>
+template <int C, int M, typename T, bool kEager = true, bool kUniform = false>
 __device__ __forceinline__ void run_pixel(const fm_mog2_params &p, const fm_mog2_model &model,
                                           const fm_mog2_frame_io *frames, int count, int x, int y)
 {
@@ -197,32 +251,43 @@ __device__ __forceinline__ void run_pixel(const fm_mog2_params &p, const fm_mog2
     Pixel<C, M> px;
     load_pixel(model, min(p.n_mixtures, model.n_mixtures), i, px);
     for (int f = 0; f < count; ++f)
-        update_pixel<C, M, T, kEager>(p, frames[f], model, x, y, i, px);
+        update_pixel<C, M, T, kEager, kUniform>(p, frames[f], model, x, y, i, px);
     store_pixel(model, i, px);
 }
 
-// Blocks per SM asked of the register allocator. The kernel is bound by the
-// latency of its model loads (Nsight Compute: half of all stall cycles wait
-// on L1TEX), so more warps in flight beat a few spilled registers: on an
-// H100, grey at 6 blocks (40 registers, 36 bytes spilled) and BGR at 4 (63,
-// none) were 5-12 % faster per frame than at 4 and 3 (47 and 66 registers);
-// 8 and 5 were slower (cuda/MOG2_NOTES.md, v8).
-// Turing holds at most 1024 threads per SM (4 blocks of 256), later GPUs
-// 1536 or 2048; ptxas ignores a request beyond what the SM holds, so each
-// is capped at it.
+// Blocks of 32x4 pixels, a warp a row: a block's resources are freed only
+// when its slowest warp ends, and warps of background pixels end early, so
+// smaller blocks keep more warps at work (32x8 -> 32x4: 2-5 % faster on the
+// H200, 32x2 no faster again; cuda/MOG2_NOTES.md, v11).
+constexpr unsigned kBlockX = 32, kBlockY = 4;
+constexpr int kThreads = kBlockX * kBlockY;
+const dim3 kBlock(kBlockX, kBlockY);
+
+// Blocks per SM asked of the register allocator, in threads. The kernel is
+// bound by the latency of its model loads (Nsight Compute: half of all stall
+// cycles wait on L1TEX), so more warps in flight beat a few spilled
+// registers: on an H100, grey at 1536 threads (40 registers, 36 bytes
+// spilled) and BGR at 1024 (63, none) were 5-12 % faster per frame than at
+// 1024 and 768 (47 and 66 registers); 2048 and 1280 were slower
+// (cuda/MOG2_NOTES.md, v8).
+// Turing holds at most 1024 threads per SM, later GPUs 1536 or 2048; ptxas
+// ignores a request beyond what the SM holds, so each is capped at it.
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 800
-constexpr int kMostBlocks = 4;
+constexpr int kMostThreads = 1024;
 #else
-constexpr int kMostBlocks = 6;
+constexpr int kMostThreads = 1536;
 #endif
-constexpr int capped(int blocks) { return blocks < kMostBlocks ? blocks : kMostBlocks; }
+constexpr int blocks_for(int threads)
+{
+    return (threads < kMostThreads ? threads : kMostThreads) / kThreads;
+}
 template <int C>
-constexpr int kMinBlocks = capped(C == 1 ? 6 : (C == 3 ? 4 : 2));
+constexpr int kMinBlocks = blocks_for(C == 1 ? 1536 : (C == 3 ? 1024 : 512));
 // A pass over several frames reuses each load for K frames, so it gains from
-// occupancy even at the cost of spills: 5 and 4 blocks were the fastest for
-// K = 16 of those tried.
+// occupancy even at the cost of spills: 1280 and 1024 threads were the
+// fastest for K = 16 of those tried.
 template <int C, int N>
-constexpr int kMinBlocksFor = N == 1 ? kMinBlocks<C> : capped(C == 1 ? 5 : 4);
+constexpr int kMinBlocksFor = N == 1 ? kMinBlocks<C> : blocks_for(C == 1 ? 1280 : 1024);
 
 template <int N>
 struct Pass {
@@ -233,14 +298,19 @@ struct Pass {
 // __grid_constant__: the tables are read where the launch put them (indexed
 // by frame or camera at run time) instead of being copied per thread.
 template <int C, int M, typename T, int N>
-__global__ void __launch_bounds__(256, kMinBlocksFor<C, N>)
+__global__ void __launch_bounds__(kThreads, kMinBlocksFor<C, N>)
 mog2_apply_kernel(fm_mog2_params params, fm_mog2_model model, const __grid_constant__ Pass<N> pass)
 {
-    const int x = blockIdx.x * blockDim.x + threadIdx.x;
-    const int y = blockIdx.y * blockDim.y + threadIdx.y;
+    const int x = blockIdx.x * kBlockX + threadIdx.x;
+    const int y = blockIdx.y * kBlockY + threadIdx.y;
     if (x >= model.width || y >= model.height)
         return;
-    run_pixel<C, M, T, N == 1>(params, model, pass.frame, N == 1 ? 1 : pass.count, x, y);
+    // One frame: load_visited's eager loads. Several: grey warps whose
+    // pixels all fit_first take the short path (BGR was slower with it,
+    // its registers spilling; cuda/MOG2_NOTES.md, v11).
+    constexpr bool kOne = N == 1;
+    run_pixel<C, M, T, kOne, !kOne && C == 1>(params, model, pass.frame, kOne ? 1 : pass.count,
+                                              x, y);
 }
 
 struct CameraTable {
@@ -249,15 +319,12 @@ struct CameraTable {
     int count;
 };
 
-constexpr unsigned kBlockX = 32, kBlockY = 8;
-const dim3 kBlock(kBlockX, kBlockY);
-
 // Each block belongs to one camera (found by binary search over where each
-// camera's blocks start) and covers a 32x8 tile of it. C == 0: the cameras
+// camera's blocks start) and covers a 32x4 tile of it. C == 0: the cameras
 // are of several kinds and each block branches to its camera's (the branch
 // is uniform over the block).
 template <int C, int M, typename T>
-__global__ void __launch_bounds__(256, C == 0 ? 2 : kMinBlocks<C>)
+__global__ void __launch_bounds__(kThreads, C == 0 ? blocks_for(512) : kMinBlocks<C>)
 mog2_cameras_kernel(const __grid_constant__ CameraTable table)
 {
     int lo = 0, hi = table.count - 1;

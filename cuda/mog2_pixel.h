@@ -145,12 +145,18 @@ FM_HOST_DEVICE static inline int fm_mog2_is_shadow(const fm_mog2_params *p,
  * bound: the most modes a pixel can have (n_mixtures <= bound <=
  * FM_MOG2_MAX_MIXTURES), a constant at every call so the mode loops unroll
  * to it: the kernel's cost grows with the square of it.
+ *
+ * fits_first != 0: the caller has found that x fits mode 0 and is background
+ * there (both of the first mode's tests below pass), as most pixels of a
+ * real scene do. The floats are the same either way; passed as a constant, it
+ * lets the compiler drop every branch a fit elsewhere or no fit would take.
  */
 FM_HOST_DEVICE static inline unsigned char
 fm_mog2_update_pixel(const fm_mog2_params *p, const fm_mog2_rates *r,
                      const float *x, int channels, int known_foreground,
                      float *weight, float *variance, float *mean, size_t stride,
-                     unsigned char *mode_count, unsigned *changed, int bound)
+                     unsigned char *mode_count, unsigned *changed, int bound,
+                     int fits_first)
 {
     const float alpha_t = r->alpha_t;
     const float alpha1 = r->alpha1;
@@ -197,10 +203,10 @@ fm_mog2_update_pixel(const fm_mog2_params *p, const fm_mog2_rates *r,
             }
 
             /* background if close to a mode inside the first TB of weight */
-            if (wsum < tbr && dist2 < tb * var)
+            if ((fits_first && m == 0) || (wsum < tbr && dist2 < tb * var))
                 background = 1;
 
-            if (dist2 < tg * var) {
+            if ((fits_first && m == 0) || dist2 < tg * var) {
                 float k, var_new, moved_mean[FM_MOG2_MAX_CHANNELS];
                 int j;
                 fitted = 1;

@@ -51,7 +51,7 @@ static int params_ok(const fm_mog2_params *p, const fm_mog2_host_model *m)
                 float *w = m->blocks + i * m->block;                              \
                 mask[xi] = fm_mog2_update_pixel(p, &rates, xv, (CH), 0, w, w + kmax, \
                                                 w + 2 * kmax, 1, m->mode_count + i, \
-                                                &changed, FM_MOG2_MAX_MIXTURES);  \
+                                                &changed, FM_MOG2_MAX_MIXTURES, 0); \
             }                                                                     \
         }                                                                         \
     }

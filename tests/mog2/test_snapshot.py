@@ -281,6 +281,37 @@ def test_gpu_restore_across_apply_batch_and_apply_cameras(rng, stream):
 
 
 @gpu
+@pytest.mark.parametrize("shape", [(24, 32), (24, 32, 3)], ids=["grey", "bgr"])
+def test_gpu_never_uses_what_the_slots_past_a_pixels_mode_count_hold(rng, stream, shape):
+    """The kernel reads every weight slot of a model before it knows how many
+    modes a pixel uses (one round trip to memory, not two): NaN in the slots
+    past each pixel's count changes no mask and no mode in use, through
+    apply, a pass over several frames and apply_cameras."""
+    frames = _frames(rng, 34, shape)
+    host = Host(**PARAMS)
+    for f in frames[:10]:
+        host.apply(f)
+    poisoned = host.snapshot()
+    stale = np.arange(PARAMS["n_mixtures"])[:, None, None] >= poisoned["mode_count"]
+    assert stale.any() and not stale.all()
+    poisoned["weight"][stale] = np.nan
+    poisoned["variance"][stale] = np.nan
+    np.moveaxis(poisoned["mean"], 1, -1)[stale] = np.nan    # a view: writes through
+    g = fastmog.BackgroundSubtractorMOG2.restore(poisoned, stream=stream)
+    want = [host.apply(f).copy() for f in frames[10:]]
+    # each downloaded at once: the next call writes the subtractor's mask again
+    got = [g.apply(f, stream=stream).download(stream=stream) for f in frames[10:14]]
+    got += [m.download(stream=stream) for m in g.apply_batch(
+        [fastmog.GpuMat.from_array(f, stream=stream) for f in frames[14:30]], stream=stream)]
+    got += [fastmog.apply_cameras([g], [f], stream=stream)[0].download(stream=stream)
+            for f in frames[30:]]
+    assert len(got) == len(want)
+    for i, (m, w) in enumerate(zip(got, want)):
+        np.testing.assert_array_equal(m, w, err_msg=f"frame {10 + i}")
+    _same_model(g.snapshot(stream=stream), host.snapshot())
+
+
+@gpu
 def test_gpu_restore_refuses_before_allocating(snap, stream):
     before = fastmog.memory_stats()
     bad = copy.deepcopy(snap)
