@@ -31,6 +31,11 @@ cudaError_t fm_launch_fill(fm_image dst, fm_fill_pattern pattern,
  * loaded once, updated `count` times in registers, stored once. */
 #define FM_MOG2_MAX_PASS 16
 
+/* Rows of pixels a block of the MOG2 kernels covers (32 pixels wide), and so
+ * the tallest frame they take: a launch grid is at most 65535 blocks down. */
+#define FM_MOG2_BLOCK_ROWS 4
+#define FM_MOG2_MAX_HEIGHT (65535 * FM_MOG2_BLOCK_ROWS)
+
 /* Updates `model` with `count` consecutive frames, in passes of at most
  * FM_MOG2_MAX_PASS, exactly as `count` single-frame updates would. */
 cudaError_t fm_launch_mog2_apply(fm_mog2_params params, fm_mog2_model model, int is_float,

@@ -9,9 +9,10 @@ namespace {
 
 // A pixel's modes, held in registers (every index below is a constant once
 // the loops unroll) while one or more frames update them. Memory is touched
-// only where the algorithm needs it: every weight of the modes in use, the
-// variance and means of the modes an update visits (read when first needed)
-// and of the modes it changed (written once at the end). On a real scene most
+// only where the algorithm needs it: every weight (read for every slot, see
+// load_pixel; written for the modes in use), the variance and means of the
+// modes an update visits (read when first needed) and of the modes it
+// changed (written once at the end). On a real scene most
 // pixels fit their first mode, so the other modes' means never move.
 // M: the most modes a pixel can have here (n_mixtures or more); the
 // per-pixel code's cost grows with its square, so the default of 5 modes
@@ -255,18 +256,18 @@ __device__ __forceinline__ void run_pixel(const fm_mog2_params &p, const fm_mog2
     store_pixel(model, i, px);
 }
 
-// Blocks of 32x4 pixels, a warp a row: a block's resources are freed only
+// Blocks of 32x4 pixels (FM_MOG2_BLOCK_ROWS), a warp a row: a block's resources are freed only
 // when its slowest warp ends, and warps of background pixels end early, so
 // smaller blocks keep more warps at work (32x8 -> 32x4: 2-5 % faster on the
 // H200, 32x2 no faster again; cuda/MOG2_NOTES.md, v11).
-constexpr unsigned kBlockX = 32, kBlockY = 4;
+constexpr unsigned kBlockX = 32, kBlockY = FM_MOG2_BLOCK_ROWS;
 constexpr int kThreads = kBlockX * kBlockY;
 const dim3 kBlock(kBlockX, kBlockY);
 
 // Blocks per SM asked of the register allocator, in threads. The kernel is
 // bound by the latency of its model loads (Nsight Compute: half of all stall
 // cycles wait on L1TEX), so more warps in flight beat a few spilled
-// registers: on an H100, grey at 1536 threads (40 registers, 36 bytes
+// registers: on an H100, grey at 1536 threads (then 40 registers, 36 bytes
 // spilled) and BGR at 1024 (63, none) were 5-12 % faster per frame than at
 // 1024 and 768 (47 and 66 registers); 2048 and 1280 were slower
 // (cuda/MOG2_NOTES.md, v8).

@@ -317,9 +317,6 @@ int fm_mog2_camera_args(PyObject *subs, PyTypeObject *type, PyObject *rate_arg,
 
 /* ---- what each image argument must be -------------------------------------- */
 
-/* The launch grid has 65535 rows of 8-pixel-tall blocks at most. */
-#define FM_MOG2_MAX_HEIGHT (65535 * 8)
-
 fm_image_rule fm_mog2_frame_rule(void)
 {
     fm_image_rule rule = {FM_DTYPE_BIT(NPY_UINT8) | FM_DTYPE_BIT(NPY_FLOAT32), FM_IMAGE_CHANNELS,

@@ -106,13 +106,27 @@ def test_read_only_view_is_not_exported_as_writable_legacy_dlpack(stream, rng):
     assert capsule is not None
 
 
+ROWS_PER_BLOCK = 4     # cuda/launch.h's FM_MOG2_BLOCK_ROWS: the grid is 65535 blocks down
+
+
 def test_frame_taller_than_the_launch_grid_keeps_the_model(stream, rng):
+    """Refused before the model is rebuilt: one block-row past the grid."""
     sub = fastmog.BackgroundSubtractorMOG2()
     sub.apply(random_image(rng, (16, 16), np.uint8), stream=stream)
-    tall = fastmog.GpuMat((65535 * 8 + 8, 1))
+    tall = fastmog.GpuMat((65535 * ROWS_PER_BLOCK + 1, 1))
     with pytest.raises(ValueError, match="rows"):
         sub.apply(tall, stream=stream)
     assert sub.frame_count == 1 and sub.model_bytes > 0
+
+
+def test_the_tallest_frame_the_grid_holds_is_applied_exactly(stream, rng):
+    frames = [random_image(rng, (65535 * ROWS_PER_BLOCK, 1), np.uint8) for _ in range(3)]
+    sub, host = fastmog.BackgroundSubtractorMOG2(), fastmog.cpu.BackgroundSubtractorMOG2()
+    for f in frames:
+        np.testing.assert_array_equal(sub.apply(f, stream=stream).download(stream=stream),
+                                      host.apply(f))
+    np.testing.assert_array_equal(sub.get_background_image(stream=stream).download(
+        stream=stream), host.get_background_image())
 
 
 def test_fgmask_closed_while_apply_waits_for_the_lock(rng):
