@@ -256,10 +256,11 @@ __device__ __forceinline__ void run_pixel(const fm_mog2_params &p, const fm_mog2
     store_pixel(model, i, px);
 }
 
-// Blocks of 32x4 pixels (FM_MOG2_BLOCK_ROWS), a warp a row: a block's resources are freed only
-// when its slowest warp ends, and warps of background pixels end early, so
-// smaller blocks keep more warps at work (32x8 -> 32x4: 2-5 % faster on the
-// H200, 32x2 no faster again; cuda/MOG2_NOTES.md, v11).
+// Blocks of 32x4 pixels (FM_MOG2_BLOCK_ROWS), a warp a row: a block's
+// resources are freed only when its slowest warp ends, and warps of
+// background pixels end early, so smaller blocks keep more warps at work
+// (32x8 -> 32x4: 2-5 % faster on the H200, 32x2 no faster again;
+// cuda/MOG2_NOTES.md, v11).
 constexpr unsigned kBlockX = 32, kBlockY = FM_MOG2_BLOCK_ROWS;
 constexpr int kThreads = kBlockX * kBlockY;
 const dim3 kBlock(kBlockX, kBlockY);
