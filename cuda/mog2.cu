@@ -28,15 +28,37 @@ struct Pixel {
     int nmodes;        // the mode count now
 };
 
-template <int C, int M>
-__device__ __forceinline__ void load_mode(const fm_mog2_model &model, size_t i, int k,
-                                          Pixel<C, M> &px)
+// Where one pixel's modes are in the model: its lane of its tile (see
+// mog2_params.h). Every slot's weight, variance and means are at constant
+// offsets from it, so no load or store of a mode computes an address.
+template <int C>
+struct ModesAt {
+    float *lane;
+    __device__ float &weight(int k) const { return lane[k * FM_MOG2_SLOT_FLOATS(C)]; }
+    __device__ float &variance(int k) const
+    {
+        return lane[k * FM_MOG2_SLOT_FLOATS(C) + FM_MOG2_TILE];
+    }
+    __device__ float &mean(int k, int c) const
+    {
+        return lane[k * FM_MOG2_SLOT_FLOATS(C) + (2 + c) * FM_MOG2_TILE];
+    }
+};
+
+template <int C>
+__device__ __forceinline__ ModesAt<C> modes_at(const fm_mog2_model &model, size_t i)
 {
-    const size_t P = model.stride;
-    px.variance[k] = model.variance[k * P + i];
+    const size_t tile = (size_t)model.n_mixtures * FM_MOG2_SLOT_FLOATS(C);
+    return {model.modes + i / FM_MOG2_TILE * tile + i % FM_MOG2_TILE};
+}
+
+template <int C, int M>
+__device__ __forceinline__ void load_mode(const ModesAt<C> &at, int k, Pixel<C, M> &px)
+{
+    px.variance[k] = at.variance(k);
 #pragma unroll
     for (int c = 0; c < C; ++c)
-        px.mean[k * C + c] = model.mean[(k * C + c) * P + i];
+        px.mean[k * C + c] = at.mean(k, c);
     px.valid |= 1u << k;
 }
 
@@ -52,19 +74,18 @@ __device__ __forceinline__ void load_mode(const fm_mog2_model &model, size_t i, 
 // drive the kernel outside the model; a damaged count is rewritten.
 template <int C, int M>
 __device__ __forceinline__ void load_pixel(const fm_mog2_model &model, int n_mixtures, size_t i,
-                                           Pixel<C, M> &px)
+                                           const ModesAt<C> &at, Pixel<C, M> &px)
 {
-    const size_t P = model.stride;
     px.valid = 0;
     px.changed = 0;
-    px.weight[0] = model.weight[i];
-    load_mode(model, i, 0, px);
+    px.weight[0] = at.weight(0);
+    load_mode(at, 0, px);
     px.stored = model.mode_count[i];
     px.nmodes = min(px.stored, n_mixtures);
 #pragma unroll
     for (int k = 1; k < M; ++k)
         if (k < model.n_mixtures)
-            px.weight[k] = model.weight[k * P + i];
+            px.weight[k] = at.weight(k);
 }
 
 // Loads what the update of sample x is about to read: the variance and means
@@ -73,8 +94,8 @@ __device__ __forceinline__ void load_pixel(const fm_mog2_model &model, int n_mix
 // every mode in use when the shadow test may walk them afterwards.
 template <int C, int M, bool kEager>
 __device__ __forceinline__ void load_visited(const fm_mog2_params &p, const fm_mog2_rates &r,
-                                             const float *x, const fm_mog2_model &model,
-                                             size_t i, Pixel<C, M> &px)
+                                             const float *x, const ModesAt<C> &at,
+                                             Pixel<C, M> &px)
 {
     float wsum = 0.0f;
     int n = px.nmodes;
@@ -101,7 +122,7 @@ __device__ __forceinline__ void load_visited(const fm_mog2_params &p, const fm_m
 #pragma unroll
             for (int m = 1; m < M; ++m)
                 if (m < n && !(px.valid >> m & 1u))
-                    load_mode(model, i, m, px);
+                    load_mode(at, m, px);
             return;
         }
         if (wsum < p.background_ratio && dist2 < p.var_threshold * px.variance[0])
@@ -114,7 +135,7 @@ __device__ __forceinline__ void load_visited(const fm_mog2_params &p, const fm_m
         float w = r.alpha1 * px.weight[m] + r.prune;
         if (!fitted) {
             if (!(px.valid >> m & 1u))
-                load_mode(model, i, m, px);
+                load_mode(at, m, px);
             float dist2 = 0.0f;
 #pragma unroll
             for (int c = 0; c < C; ++c) {
@@ -138,7 +159,7 @@ __device__ __forceinline__ void load_visited(const fm_mog2_params &p, const fm_m
 #pragma unroll
         for (int m = 1; m < M; ++m)
             if (m < px.nmodes && !(px.valid >> m & 1u))
-                load_mode(model, i, m, px);
+                load_mode(at, m, px);
     }
 }
 
@@ -191,8 +212,7 @@ __device__ __forceinline__ unsigned char update_first(const fm_mog2_params &p,
 // state stays in its thread): a warp of mixed pixels would run both paths.
 template <int C, int M, typename T, bool kEager, bool kUniform>
 __device__ __forceinline__ void update_pixel(const fm_mog2_params &p, const fm_mog2_frame_io &io,
-                                             const fm_mog2_model &model, int x, int y, size_t i,
-                                             Pixel<C, M> &px)
+                                             const ModesAt<C> &at, int x, int y, Pixel<C, M> &px)
 {
     // The sample is read before the known-foreground test: a load is not
     // moved above a branch, and after it the frame's round trip to memory
@@ -210,7 +230,7 @@ __device__ __forceinline__ void update_pixel(const fm_mog2_params &p, const fm_m
         *mask = update_first(p, io.rates, sample, px);
         return;
     }
-    load_visited<C, M, kEager>(p, io.rates, sample, model, i, px);
+    load_visited<C, M, kEager>(p, io.rates, sample, at, px);
     unsigned char nmodes = (unsigned char)px.nmodes;
     *mask = fm_mog2_update_pixel(&p, &io.rates, sample, C, 0, px.weight, px.variance, px.mean,
                                  1, &nmodes, &px.changed, M, 0);
@@ -220,18 +240,17 @@ __device__ __forceinline__ void update_pixel(const fm_mog2_params &p, const fm_m
 
 template <int C, int M>
 __device__ __forceinline__ void store_pixel(const fm_mog2_model &model, size_t i,
-                                            const Pixel<C, M> &px)
+                                            const ModesAt<C> &at, const Pixel<C, M> &px)
 {
-    const size_t P = model.stride;
 #pragma unroll
     for (int k = 0; k < M; ++k) {
         if (k < px.nmodes) {
-            model.weight[k * P + i] = px.weight[k];
+            at.weight(k) = px.weight[k];
             if (px.changed >> k & 1u) {
-                model.variance[k * P + i] = px.variance[k];
+                at.variance(k) = px.variance[k];
 #pragma unroll
                 for (int c = 0; c < C; ++c)
-                    model.mean[(k * C + c) * P + i] = px.mean[k * C + c];
+                    at.mean(k, c) = px.mean[k * C + c];
             }
         }
     }
@@ -249,11 +268,12 @@ __device__ __forceinline__ void run_pixel(const fm_mog2_params &p, const fm_mog2
                                           const fm_mog2_frame_io *frames, int count, int x, int y)
 {
     const size_t i = (size_t)y * model.width + x;
+    const ModesAt<C> at = modes_at<C>(model, i);
     Pixel<C, M> px;
-    load_pixel(model, min(p.n_mixtures, model.n_mixtures), i, px);
+    load_pixel(model, min(p.n_mixtures, model.n_mixtures), i, at, px);
     for (int f = 0; f < count; ++f)
-        update_pixel<C, M, T, kEager, kUniform>(p, frames[f], model, x, y, i, px);
-    store_pixel(model, i, px);
+        update_pixel<C, M, T, kEager, kUniform>(p, frames[f], at, x, y, px);
+    store_pixel(model, i, at, px);
 }
 
 // Blocks of 32x4 pixels (FM_MOG2_BLOCK_ROWS), a warp a row: a block's
@@ -368,10 +388,19 @@ __global__ void mog2_background_kernel(fm_mog2_params params, fm_mog2_model mode
     if (x >= model.width || y >= model.height)
         return;
     const size_t i = (size_t)y * model.width + x;
-    float value[C];
-    fm_mog2_background_pixel(&params, C, model.weight + i, model.mean + i,
-                             model.stride, min((int)model.mode_count[i], model.n_mixtures),
-                             value);
+    const ModesAt<C> at = modes_at<C>(model, i);
+    const int nmodes = min((int)model.mode_count[i], model.n_mixtures);
+    float weight[FM_MOG2_MAX_MIXTURES], mean[FM_MOG2_MAX_MIXTURES * C], value[C];
+#pragma unroll
+    for (int k = 0; k < FM_MOG2_MAX_MIXTURES; ++k) {
+        if (k < nmodes) {
+            weight[k] = at.weight(k);
+#pragma unroll
+            for (int c = 0; c < C; ++c)
+                mean[k * C + c] = at.mean(k, c);
+        }
+    }
+    fm_mog2_background_pixel(&params, C, weight, mean, 1, nmodes, value);
     T *row = reinterpret_cast<T *>(static_cast<char *>(out.data) + (size_t)y * out.pitch);
 #pragma unroll
     for (int c = 0; c < C; ++c) {
@@ -492,7 +521,7 @@ extern "C" cudaError_t fm_launch_mog2_cameras(const fm_mog2_camera *cameras, int
     for (int start = 0; start < count; start += FM_MOG2_CAMERAS_PER_LAUNCH) {
         int n = count - start < FM_MOG2_CAMERAS_PER_LAUNCH ? count - start
                                                           : FM_MOG2_CAMERAS_PER_LAUNCH;
-        CameraTable table;  // 11 KB, copied into the launch
+        CameraTable table;  // 9 KB, copied into the launch
         unsigned long long blocks = 0;
         int kind = -1, bound = 0;
         for (int k = 0; k < n; ++k) {

@@ -88,20 +88,24 @@ static inline fm_mog2_rates fm_mog2_make_rates(const fm_mog2_params *p,
     return r;
 }
 
-/* A MOG2 model in memory, structure of arrays, mode-major (P = pixels,
- * K = n_mixtures, C = channels):
- *     weight  [k*P + i]            float
- *     variance[k*P + i]            float
- *     mean    [(k*C + c)*P + i]    float
- *     mode_count[i]                uint8  (modes in use, 0..K)
- * so neighbouring pixels touch neighbouring addresses (coalesced on GPU).
- * mode_count = 0 everywhere is the whole initialisation. */
+/* A MOG2 model on the GPU (P = pixels, K = n_mixtures, C = channels): tiles
+ * of FM_MOG2_TILE pixels consecutive in the frame (row-major), and in each
+ * tile, slot by slot, the weight, the variance and the C means of its
+ * pixels, FM_MOG2_TILE floats each:
+ *     modes[(i / TILE) * K * SLOT + k * SLOT + f * TILE + i % TILE]   float
+ *         SLOT = FM_MOG2_SLOT_FLOATS(C); f = 0 weight, 1 variance, 2 + c mean c
+ *     mode_count[i]                                                uint8
+ * A warp's 32 pixels read one row of 32 floats per field (coalesced), and
+ * every field of every slot is a constant offset from a pixel's lane, so
+ * the kernel computes one address per pixel (cuda/MOG2_NOTES.md, v12).
+ * mode_count = 0 everywhere is the whole initialisation. (The host keeps
+ * each pixel's modes together instead: fm_mog2_host_model in mog2_loop.h.) */
+#define FM_MOG2_TILE 32
+#define FM_MOG2_SLOT_FLOATS(channels) ((2 + (channels)) * FM_MOG2_TILE)
+
 typedef struct fm_mog2_model {
-    float *weight;
-    float *variance;
-    float *mean;
+    float *modes;
     unsigned char *mode_count;
-    size_t stride;      /* P */
     int width;
     int height;
     int channels;

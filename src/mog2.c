@@ -709,17 +709,10 @@ static PyObject *MOG2_mode_counts(PyObject *op, PyObject *Py_UNUSED(ignored))
 
 /* ---- snapshots (mog2_snapshot.c has the format) ---- */
 
-/* The model's planes on the GPU, in the snapshot's order. */
-static void *model_plane(const fm_mog2_model *m, int k)
-{
-    void *planes[FM_MOG2_SNAPSHOT_ARRAYS] = {m->weight, m->variance, m->mean, m->mode_count};
-    return planes[k];
-}
-
 static PyObject *snapshot_held(fm_state *st, fm_MOG2 *self, fm_Stream *stream)
 {
-    static const char *const names[] = {"weights", "variances", "means", "mode counts"};
     PyObject *arrays[FM_MOG2_SNAPSHOT_ARRAYS] = {NULL}, *snapshot = NULL;
+    float *tiles = NULL;  /* the model's tiles on the host, untiled into the arrays */
     fm_device_guard guard;
     if (fm_device_enter(st, self->device, &guard) < 0)
         return NULL;
@@ -733,26 +726,34 @@ static PyObject *snapshot_held(fm_state *st, fm_MOG2 *self, fm_Stream *stream)
      * interruptibly, so the copies into pageable memory (which return only
      * once done) then run at once, with the GIL released (the arrays are
      * ours alone; the subtractor's lock keeps the model). */
-    if (fm_mog2_snapshot_arrays(&self->base.geometry, arrays) < 0
-        || fm_device_buffer_use(st, self->model, stream, FM_USE_AFTER_EARLIER) < 0
+    const fm_mog2_geometry *g = &self->base.geometry;
+    if (fm_mog2_snapshot_arrays(g, arrays) < 0)
+        goto unlock;
+    if ((tiles = PyMem_RawMalloc(fm_mog2_modes_bytes(g))) == NULL) {
+        PyErr_NoMemory();
+        goto unlock;
+    }
+    if (fm_device_buffer_use(st, self->model, stream, FM_USE_AFTER_EARLIER) < 0
         || fm_wait_stream(st, stream, "waiting for the work before a MOG2 snapshot") < 0)
         goto unlock;
     fm_mog2_model m = model_view(self);
-    cudaError_t err = cudaSuccess;
-    int failed = 0;
+    cudaError_t err;
     Py_BEGIN_ALLOW_THREADS
-    for (; failed < FM_MOG2_SNAPSHOT_ARRAYS && err == cudaSuccess; ++failed) {
-        PyArrayObject *a = (PyArrayObject *)arrays[failed];
-        err = cudaMemcpyAsync(PyArray_DATA(a), model_plane(&m, failed),
-                              (size_t)PyArray_NBYTES(a), cudaMemcpyDeviceToHost,
-                              stream->handle);
-    }
+    err = cudaMemcpyAsync(tiles, m.modes, fm_mog2_modes_bytes(g), cudaMemcpyDeviceToHost,
+                          stream->handle);
+    if (err == cudaSuccess)
+        err = cudaMemcpyAsync(PyArray_DATA((PyArrayObject *)arrays[FM_MOG2_SNAP_MODE_COUNT]),
+                              m.mode_count, (size_t)g->width * (size_t)g->height,
+                              cudaMemcpyDeviceToHost, stream->handle);
     if (err == cudaSuccess)
         err = cudaStreamSynchronize(stream->handle);
+    if (err == cudaSuccess)
+        fm_mog2_untile(g, tiles, PyArray_DATA((PyArrayObject *)arrays[FM_MOG2_SNAP_WEIGHT]),
+                       PyArray_DATA((PyArrayObject *)arrays[FM_MOG2_SNAP_VARIANCE]),
+                       PyArray_DATA((PyArrayObject *)arrays[FM_MOG2_SNAP_MEAN]));
     Py_END_ALLOW_THREADS
     if (err != cudaSuccess) {
-        fm_cuda_error(st, err, "copying a MOG2 model's %s to the host",
-                      names[failed > 0 ? failed - 1 : 0]);
+        fm_cuda_error(st, err, "copying a MOG2 model to the host");
         goto unlock;
     }
     snapshot = fm_mog2_snapshot_dict(&self->base, arrays);
@@ -760,6 +761,7 @@ unlock:
     fm_mog2_unlock(&self->base);
 exit_device:
     fm_device_exit(&guard);
+    PyMem_RawFree(tiles);
     fm_mog2_snapshot_arrays_clear(arrays);
     return snapshot;
 }
@@ -793,15 +795,32 @@ static int restore_held(fm_state *st, fm_MOG2 *self, const fm_mog2_snapshot *s,
     int rc = fm_wait_stream(st, stream, "waiting for the stream before a MOG2 restore");
     if (rc == 0)
         rc = rebuild_model(st, self, &s->geometry, stream);
-    fm_mog2_model m = rc == 0 ? model_view(self) : (fm_mog2_model){0};
-    for (int k = 0; rc == 0 && k < FM_MOG2_SNAPSHOT_ARRAYS; ++k) {
-        /* from pageable memory: staged before the call returns */
-        cudaError_t err = cudaMemcpyAsync(model_plane(&m, k), PyArray_DATA(s->arrays[k]),
-                                          (size_t)PyArray_NBYTES(s->arrays[k]),
-                                          cudaMemcpyHostToDevice, stream->handle);
+    /* the padding lanes stay zero, as the model they replace */
+    size_t bytes = fm_mog2_modes_bytes(&s->geometry);
+    float *tiles = rc == 0 ? PyMem_RawCalloc(1, bytes) : NULL;
+    if (rc == 0 && tiles == NULL) {
+        PyErr_NoMemory();
+        rc = -1;
+    }
+    if (rc == 0) {
+        fm_mog2_model m = model_view(self);
+        cudaError_t err;
+        Py_BEGIN_ALLOW_THREADS  /* the snapshot's arrays are only read */
+        fm_mog2_tile(&s->geometry, PyArray_DATA(s->arrays[FM_MOG2_SNAP_WEIGHT]),
+                     PyArray_DATA(s->arrays[FM_MOG2_SNAP_VARIANCE]),
+                     PyArray_DATA(s->arrays[FM_MOG2_SNAP_MEAN]), tiles);
+        Py_END_ALLOW_THREADS
+        /* from pageable memory: staged before each call returns, so the
+         * tiles can be freed then */
+        err = cudaMemcpyAsync(m.modes, tiles, bytes, cudaMemcpyHostToDevice, stream->handle);
+        if (err == cudaSuccess)
+            err = cudaMemcpyAsync(m.mode_count, PyArray_DATA(s->arrays[FM_MOG2_SNAP_MODE_COUNT]),
+                                  (size_t)PyArray_NBYTES(s->arrays[FM_MOG2_SNAP_MODE_COUNT]),
+                                  cudaMemcpyHostToDevice, stream->handle);
         if (err != cudaSuccess)
             rc = fm_cuda_fail(st, err, "copying a snapshot's model to the GPU");
     }
+    PyMem_RawFree(tiles);
     if (rc == 0)
         self->base.frames_seen = s->frames_seen;
     fm_device_exit(&guard);

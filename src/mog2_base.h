@@ -236,20 +236,33 @@ PyObject *fm_mog2_snapshot_subtractor(PyTypeObject *type, const fm_mog2_snapshot
 
 /* ---- the GPU model's layout (mog2.c) ---- */
 
-/* The GPU's model in one allocation: the planes of mog2_params.h, each
- * starting on a 256-byte boundary. (The host keeps each pixel's modes
- * together instead: fm_mog2_host_model in mog2_loop.h.) */
-static inline size_t fm_mog2_plane_bytes(const fm_mog2_geometry *g)
+/* The GPU's model in one allocation: the tiles of mog2_params.h (the last
+ * one padded to FM_MOG2_TILE pixels), then the mode counts on a 256-byte
+ * boundary. (The host keeps each pixel's modes together instead:
+ * fm_mog2_host_model in mog2_loop.h.) */
+static inline size_t fm_mog2_modes_bytes(const fm_mog2_geometry *g)
 {
     size_t pixels = (size_t)g->width * (size_t)g->height;
-    return (pixels * (size_t)g->n_mixtures * sizeof(float) + 255) / 256 * 256;
+    size_t tiles = (pixels + FM_MOG2_TILE - 1) / FM_MOG2_TILE;
+    size_t bytes = tiles * (size_t)g->n_mixtures * FM_MOG2_SLOT_FLOATS((size_t)g->channels)
+                   * sizeof(float);
+    return (bytes + 255) / 256 * 256;
 }
 
 static inline size_t fm_mog2_model_bytes(const fm_mog2_geometry *g)
 {
-    return (2 + (size_t)g->channels) * fm_mog2_plane_bytes(g)
-           + (size_t)g->width * (size_t)g->height;
+    return fm_mog2_modes_bytes(g) + (size_t)g->width * (size_t)g->height;
 }
+
+/* ---- mog2_tiles.c ---- */
+
+/* The tiles of a model of geometry `g` (fm_mog2_modes_bytes) into the
+ * snapshot's weight, variance and mean planes, and back; fm_mog2_tile leaves
+ * the padding lanes of the last tile as they were. */
+void fm_mog2_untile(const fm_mog2_geometry *g, const float *tiles, float *weight,
+                    float *variance, float *mean);
+void fm_mog2_tile(const fm_mog2_geometry *g, const float *weight, const float *variance,
+                  const float *mean, float *tiles);
 
 /* The bytes of device (or host) memory one MOG2 call of `frames` frames of
  * geometry `g` moves, by fastmog's own count, the one the timer's records
@@ -272,14 +285,9 @@ static inline void fm_mog2_bytes(const fm_mog2_geometry *g, int frames, int know
 
 static inline fm_mog2_model fm_mog2_model_at(void *base, const fm_mog2_geometry *g)
 {
-    size_t plane = fm_mog2_plane_bytes(g);
-    char *at = (char *)base;
     fm_mog2_model m;
-    m.weight = (float *)at;
-    m.variance = (float *)(at + plane);
-    m.mean = (float *)(at + 2 * plane);
-    m.mode_count = (unsigned char *)(at + (2 + (size_t)g->channels) * plane);
-    m.stride = (size_t)g->width * (size_t)g->height;
+    m.modes = (float *)base;
+    m.mode_count = (unsigned char *)base + fm_mog2_modes_bytes(g);
     m.width = g->width;
     m.height = g->height;
     m.channels = g->channels;

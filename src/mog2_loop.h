@@ -14,8 +14,8 @@
 /* The host's model: each pixel's modes in one block of (2 + C) * K floats
  * (K weights, K variances, then the K * C means), blocks in pixel order,
  * then the mode counts. A pixel's update touches one or two cache lines,
- * where the GPU's planes (mog2_params.h, laid out for coalescing) would touch
- * one per mode and quantity. */
+ * where the GPU's tiles (mog2_params.h, laid out for a warp's coalesced
+ * loads) would touch one per mode and quantity. */
 typedef struct fm_mog2_host_model {
     float *blocks;
     unsigned char *mode_count;

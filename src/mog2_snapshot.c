@@ -12,8 +12,8 @@
  *   weight, variance      float32 (n_mixtures, height, width)
  *   mean                  float32 (n_mixtures, channels, height, width)
  *   mode_count            uint8 (height, width), each at most n_mixtures
- * These are the GPU model's planes (mog2_base.h) without their padding; the
- * host model converts its per-pixel blocks to and from them. Modes at or
+ * Both models convert to and from these planes: the GPU's tiles
+ * (mog2_tiles.c) and the host's per-pixel blocks. Modes at or
  * beyond a pixel's mode_count are zero in a snapshot (in a model they hold
  * stale values that nothing reads, and the GPU's differ from the host's),
  * so the snapshots of one model are equal byte for byte wherever it ran. */

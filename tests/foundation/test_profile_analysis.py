@@ -260,8 +260,9 @@ def test_busy_fractions_per_engine_and_session():
 # ---- bytes ----------------------------------------------------------------------
 
 def independent_model_bytes(h, w, c, nmix=5):
-    plane = -(-(h * w * nmix * 4) // 256) * 256      # one float plane, padded to 256 bytes
-    return (2 + c) * plane + h * w                    # weights, variances, C means, modes used
+    tiles = -(-(h * w) // 32)                         # tiles of 32 pixels, the last padded
+    modes = tiles * nmix * (2 + c) * 32 * 4           # a weight, a variance, C means per slot
+    return -(-modes // 256) * 256 + h * w             # padded to 256 bytes; modes used
 
 
 @pytest.mark.parametrize("c", [1, 3, 4])

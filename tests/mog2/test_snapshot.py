@@ -221,10 +221,13 @@ def test_no_model_yet_is_a_clear_error():
 
 
 @gpu
-@pytest.mark.parametrize("shape", [(24, 32), (24, 32, 3), (24, 32, 4)], ids=["grey", "bgr",
-                                                                             "bgra"])
+@pytest.mark.parametrize("shape", [(24, 32), (23, 29), (24, 32, 3), (21, 19, 3), (24, 32, 4)],
+                         ids=["grey", "grey-last-tile-part", "bgr", "bgr-last-tile-part",
+                              "bgra"])
 @pytest.mark.parametrize("at", [1, 5, 30])
 def test_gpu_host_and_back_all_give_the_uninterrupted_masks(rng, stream, shape, at):
+    """The GPU keeps its model in tiles of 32 pixels, a snapshot in planes:
+    both ways are exact, a frame whose pixels do not fill the last tile too."""
     frames = _frames(rng, at + 10, shape)
     whole = Host(**PARAMS)
     want = [whole.apply(f).copy() for f in frames]
