@@ -95,7 +95,8 @@ static inline fm_mog2_rates fm_mog2_make_rates(const fm_mog2_params *p,
  *     modes[(i / TILE) * K * SLOT + k * SLOT + f * TILE + i % TILE]   float
  *         SLOT = FM_MOG2_SLOT_FLOATS(C); f = 0 weight, 1 variance, 2 + c mean c
  *     mode_count[i]                                                uint8
- * A warp's 32 pixels read one row of 32 floats per field (coalesced), and
+ * A warp's 32 pixels read one row of 32 floats per field (coalesced; two
+ * part rows where the width is not a multiple of 32, as with planes), and
  * every field of every slot is a constant offset from a pixel's lane, so
  * the kernel computes one address per pixel (cuda/MOG2_NOTES.md, v12).
  * mode_count = 0 everywhere is the whole initialisation. (The host keeps

@@ -21,8 +21,9 @@
  * The header has no dependency on <math.h>: comparisons are written out so
  * that NaN behaves exactly as OpenCV's MIN/MAX macros and std::abs do.
  *
- * The model's layout is described in mog2_params.h; the per-pixel functions
- * take pointers already offset by the pixel and the stride between modes.
+ * The per-pixel functions take pointers already offset by the pixel and the
+ * stride between its modes: 1 for the kernels' registers and the host's
+ * per-pixel blocks (mog2_params.h and mog2_loop.h have the models' layouts).
  */
 #ifndef FASTMOG_MOG2_PIXEL_H
 #define FASTMOG_MOG2_PIXEL_H
@@ -135,7 +136,7 @@ FM_HOST_DEVICE static inline int fm_mog2_is_shadow(const fm_mog2_params *p,
  * ...), mask value > 0): the pixel is reported as 255 and its model is left
  * untouched for this frame - no decay, no fit, no new mode.
  *
- * Pointers are offset to pixel i; stride = P (see the layout above).
+ * Pointers are offset to the pixel; stride: floats between its modes.
  * Write the caller with a constant 'channels' so the loops unroll.
  *
  * *changed gains one bit per mode slot whose variance and means were written

@@ -202,10 +202,10 @@
 #define FM_DOC_MOG2_RESTORE PyDoc_STR( \
     "restore(snapshot, /, *, stream)\n--\n\n" \
     "Class method: a new subtractor on the stream's device whose model is the\n" \
-    "snapshot's (from either subtractor), uploaded on `stream`; applying the next\n" \
-    "frames gives exactly the masks the snapshotted one would have. A snapshot\n" \
-    "of another format or version, or damaged, is refused with TypeError or\n" \
-    "ValueError before anything is allocated.")
+    "snapshot's (from either subtractor), uploaded on `stream` before it\n" \
+    "returns; applying the next frames gives exactly the masks the snapshotted\n" \
+    "one would have. A snapshot of another format or version, or damaged, is\n" \
+    "refused with TypeError or ValueError before anything is allocated.")
 
 #define FM_DOC_MOG2 PyDoc_STR( \
     "Zivkovic's adaptive Gaussian mixture background subtractor, computing\n" \

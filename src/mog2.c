@@ -7,7 +7,7 @@
 typedef struct fm_MOG2 {
     fm_MOG2Base base;
     int device;
-    fm_DeviceBuffer *model;         /* weight | variance | mean | mode_count */
+    fm_DeviceBuffer *model;         /* the modes' tiles | mode_count (mog2_params.h) */
     fm_GpuMat *mask;                /* apply()'s reused output, H x W uint8 */
     fm_GpuMat *batch_masks;         /* apply_batch()'s reused outputs, K*H x W uint8 */
     fm_GpuMat **staging;            /* device copies of numpy inputs, [2k] frame k and
@@ -804,19 +804,28 @@ static int restore_held(fm_state *st, fm_MOG2 *self, const fm_mog2_snapshot *s,
     }
     if (rc == 0) {
         fm_mog2_model m = model_view(self);
-        cudaError_t err;
-        Py_BEGIN_ALLOW_THREADS  /* the snapshot's arrays are only read */
+        cudaError_t err, done;
+        /* with the GIL held: the weight, variance and mean arrays are the
+         * caller's, which another thread could resize */
         fm_mog2_tile(&s->geometry, PyArray_DATA(s->arrays[FM_MOG2_SNAP_WEIGHT]),
                      PyArray_DATA(s->arrays[FM_MOG2_SNAP_VARIANCE]),
                      PyArray_DATA(s->arrays[FM_MOG2_SNAP_MEAN]), tiles);
-        Py_END_ALLOW_THREADS
-        /* from pageable memory: staged before each call returns, so the
-         * tiles can be freed then */
+        /* The sources are pageable and freed when this returns (the tiles
+         * here, the snapshot's checked copy of the mode counts by the
+         * caller): CUDA does not promise that an asynchronous copy from
+         * pageable memory has read it when the call returns, so the copies
+         * are waited for. Both sources are this call's alone. */
+        Py_BEGIN_ALLOW_THREADS
         err = cudaMemcpyAsync(m.modes, tiles, bytes, cudaMemcpyHostToDevice, stream->handle);
         if (err == cudaSuccess)
             err = cudaMemcpyAsync(m.mode_count, PyArray_DATA(s->arrays[FM_MOG2_SNAP_MODE_COUNT]),
                                   (size_t)PyArray_NBYTES(s->arrays[FM_MOG2_SNAP_MODE_COUNT]),
                                   cudaMemcpyHostToDevice, stream->handle);
+        /* waited for even when the second copy failed: the first may be queued */
+        done = cudaStreamSynchronize(stream->handle);
+        Py_END_ALLOW_THREADS
+        if (err == cudaSuccess)
+            err = done;
         if (err != cudaSuccess)
             rc = fm_cuda_fail(st, err, "copying a snapshot's model to the GPU");
     }
