@@ -5,6 +5,8 @@
 #include "grid.h"
 #include "mog2_pixel.h"
 
+#include <stdint.h>
+
 namespace {
 
 // A pixel's modes, held in registers (every index below is a constant once
@@ -28,38 +30,98 @@ struct Pixel {
     int nmodes;        // the mode count now
 };
 
-// Where one pixel's modes are in the model: its lane of its tile (see
-// mog2_params.h). Every slot's weight, variance and means are at constant
-// offsets from it, so no load or store of a mode computes an address.
+// Where one pixel's modes are in the model (mog2_params.h): its weights and
+// its slots' variance and means. Every field is at a constant offset from
+// one of the two once the loops unroll, so no load or store of a mode
+// computes an address.
 template <int C>
 struct ModesAt {
-    float *lane;
-    __device__ float &weight(int k) const { return lane[k * FM_MOG2_SLOT_FLOATS(C)]; }
+    float *weights;
+    float *slots;
+    __device__ float &weight(int k) const { return weights[k * FM_MOG2_TILE]; }
     __device__ float &variance(int k) const
     {
-        return lane[k * FM_MOG2_SLOT_FLOATS(C) + FM_MOG2_TILE];
+        return slots[k * FM_MOG2_TILE * FM_MOG2_SLOT_FLOATS(C)];
     }
     __device__ float &mean(int k, int c) const
     {
-        return lane[k * FM_MOG2_SLOT_FLOATS(C) + (2 + c) * FM_MOG2_TILE];
+        return slots[k * FM_MOG2_TILE * FM_MOG2_SLOT_FLOATS(C) + 1 + c];
     }
 };
 
 template <int C>
 __device__ __forceinline__ ModesAt<C> modes_at(const fm_mog2_model &model, size_t i)
 {
-    const size_t tile = (size_t)model.n_mixtures * FM_MOG2_SLOT_FLOATS(C);
-    return {model.modes + i / FM_MOG2_TILE * tile + i % FM_MOG2_TILE};
+    const size_t k = (size_t)model.n_mixtures;
+    float *tile = model.modes + i / FM_MOG2_TILE * FM_MOG2_TILE_FLOATS(k, C);
+    const int l = (int)(i % FM_MOG2_TILE);
+    return {tile + l, tile + k * FM_MOG2_TILE + l * FM_MOG2_SLOT_FLOATS(C)};
 }
+
+// A slot's variance and means move in one access of 8 or 16 bytes for grey
+// and BGR: they are consecutive, and every term of their offset
+// (mog2_params.h) is a multiple of that size, from a model aligned to 16
+// bytes (valid_model; CUDA's allocations are aligned to 256).
+template <int C>
+struct SlotAccess {
+    static constexpr bool kOne = false;
+};
+template <>
+struct SlotAccess<1> {
+    static constexpr bool kOne = true;
+    using Vector = float2;
+    __device__ static Vector pack(float v, const float *m) { return {v, m[0]}; }
+    __device__ static void unpack(Vector s, float &v, float *m)
+    {
+        v = s.x;
+        m[0] = s.y;
+    }
+};
+template <>
+struct SlotAccess<3> {
+    static constexpr bool kOne = true;
+    using Vector = float4;
+    __device__ static Vector pack(float v, const float *m) { return {v, m[0], m[1], m[2]}; }
+    __device__ static void unpack(Vector s, float &v, float *m)
+    {
+        v = s.x;
+        m[0] = s.y;
+        m[1] = s.z;
+        m[2] = s.w;
+    }
+};
 
 template <int C, int M>
 __device__ __forceinline__ void load_mode(const ModesAt<C> &at, int k, Pixel<C, M> &px)
 {
-    px.variance[k] = at.variance(k);
-#pragma unroll
-    for (int c = 0; c < C; ++c)
-        px.mean[k * C + c] = at.mean(k, c);
     px.valid |= 1u << k;
+    if constexpr (SlotAccess<C>::kOne) {
+        using A = SlotAccess<C>;
+        A::unpack(*reinterpret_cast<const typename A::Vector *>(&at.variance(k)),
+                  px.variance[k], &px.mean[k * C]);
+    }
+    else {
+        px.variance[k] = at.variance(k);
+#pragma unroll
+        for (int c = 0; c < C; ++c)
+            px.mean[k * C + c] = at.mean(k, c);
+    }
+}
+
+template <int C, int M>
+__device__ __forceinline__ void store_mode(const ModesAt<C> &at, int k, const Pixel<C, M> &px)
+{
+    if constexpr (SlotAccess<C>::kOne) {
+        using A = SlotAccess<C>;
+        *reinterpret_cast<typename A::Vector *>(&at.variance(k))
+            = A::pack(px.variance[k], &px.mean[k * C]);
+    }
+    else {
+        at.variance(k) = px.variance[k];
+#pragma unroll
+        for (int c = 0; c < C; ++c)
+            at.mean(k, c) = px.mean[k * C + c];
+    }
 }
 
 // Mode 0 is read before the mode count arrives: almost every pixel uses it
@@ -246,12 +308,8 @@ __device__ __forceinline__ void store_pixel(const fm_mog2_model &model, size_t i
     for (int k = 0; k < M; ++k) {
         if (k < px.nmodes) {
             at.weight(k) = px.weight[k];
-            if (px.changed >> k & 1u) {
-                at.variance(k) = px.variance[k];
-#pragma unroll
-                for (int c = 0; c < C; ++c)
-                    at.mean(k, c) = px.mean[k * C + c];
-            }
+            if (px.changed >> k & 1u)
+                store_mode(at, k, px);
         }
     }
     if (px.nmodes != px.stored)
@@ -344,9 +402,16 @@ struct CameraTable {
 // Each block belongs to one camera (found by binary search over where each
 // camera's blocks start) and covers a 32x4 tile of it. C == 0: the cameras
 // are of several kinds and each block branches to its camera's (the branch
-// is uniform over the block).
+// is uniform over the block). A camera's parameters are read at a run-time
+// index into the table, and held in registers: grey asks for 1024 threads
+// per SM, not 1536 as apply's does (there it spilled 158 bytes and 64
+// cameras of 640x480 took 0.519 ms a set, at 1024 none and 0.411 ms; H200,
+// cuda/MOG2_NOTES.md, v13).
+template <int C>
+constexpr int kCameraBlocks = C == 0 ? blocks_for(512) : C == 1 ? blocks_for(1024) : kMinBlocks<C>;
+
 template <int C, int M, typename T>
-__global__ void __launch_bounds__(kThreads, C == 0 ? blocks_for(512) : kMinBlocks<C>)
+__global__ void __launch_bounds__(kThreads, kCameraBlocks<C>)
 mog2_cameras_kernel(const __grid_constant__ CameraTable table)
 {
     int lo = 0, hi = table.count - 1;
@@ -474,7 +539,7 @@ bool valid_model(const fm_mog2_params &params, const fm_mog2_model &model)
 {
     return model.width > 0 && model.height > 0 && model.channels >= 1 && model.channels <= 4
            && model.channels != 2 && params.n_mixtures >= 1
-           && params.n_mixtures <= FM_MOG2_MAX_MIXTURES;
+           && params.n_mixtures <= FM_MOG2_MAX_MIXTURES && (uintptr_t)model.modes % 16 == 0;
 }
 
 template <int N>

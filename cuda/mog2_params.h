@@ -88,21 +88,27 @@ static inline fm_mog2_rates fm_mog2_make_rates(const fm_mog2_params *p,
     return r;
 }
 
-/* A MOG2 model on the GPU (P = pixels, K = n_mixtures, C = channels): tiles
- * of FM_MOG2_TILE pixels consecutive in the frame (row-major), and in each
- * tile, slot by slot, the weight, the variance and the C means of its
- * pixels, FM_MOG2_TILE floats each:
- *     modes[(i / TILE) * K * SLOT + k * SLOT + f * TILE + i % TILE]   float
- *         SLOT = FM_MOG2_SLOT_FLOATS(C); f = 0 weight, 1 variance, 2 + c mean c
- *     mode_count[i]                                                uint8
- * A warp's 32 pixels read one row of 32 floats per field (coalesced; two
- * part rows where the width is not a multiple of 32, as with planes), and
- * every field of every slot is a constant offset from a pixel's lane, so
- * the kernel computes one address per pixel (cuda/MOG2_NOTES.md, v12).
- * mode_count = 0 everywhere is the whole initialisation. (The host keeps
- * each pixel's modes together instead: fm_mog2_host_model in mog2_loop.h.) */
+/* A MOG2 model on the GPU (K = n_mixtures, C = channels): tiles of
+ * FM_MOG2_TILE pixels consecutive in the frame (row-major), each of
+ * FM_MOG2_TILE_FLOATS(K, C) floats; pixel i is lane l = i % TILE of tile
+ * i / TILE. A tile holds
+ *     first, slot by slot, its lanes' weights:     k * TILE + l
+ *     then, slot by slot, each lane's variance and C means together
+ *     (FM_MOG2_SLOT_FLOATS(C) = 1 + C floats, f = 0 the variance, 1 + c
+ *     the mean of channel c):     K * TILE + (k * TILE + l) * (1 + C) + f
+ * A warp's 32 pixels read one slot's weights, or its variances and means,
+ * as one contiguous run of memory (coalesced; two runs where the width is
+ * not a multiple of 32), and every field is a constant offset from one of
+ * the pixel's two addresses (cuda/MOG2_NOTES.md, v12). Few pixels of a real
+ * scene read slots past 0; a lane's variance and means together fill its
+ * share of a 32-byte sector (2 lanes of BGR, 4 of grey) where rows of one
+ * field each would fetch a sector per field for the 4 bytes it uses (v13).
+ * The mode counts are apart, mode_count[i] a byte, and mode_count = 0
+ * everywhere is the whole initialisation. (The host keeps each pixel's
+ * modes together instead: fm_mog2_host_model in mog2_loop.h.) */
 #define FM_MOG2_TILE 32
-#define FM_MOG2_SLOT_FLOATS(channels) ((2 + (channels)) * FM_MOG2_TILE)
+#define FM_MOG2_TILE_FLOATS(modes, channels) ((modes) * (2 + (channels)) * FM_MOG2_TILE)
+#define FM_MOG2_SLOT_FLOATS(channels) (1 + (channels))
 
 typedef struct fm_mog2_model {
     float *modes;

@@ -244,7 +244,7 @@ static inline size_t fm_mog2_modes_bytes(const fm_mog2_geometry *g)
 {
     size_t pixels = (size_t)g->width * (size_t)g->height;
     size_t tiles = (pixels + FM_MOG2_TILE - 1) / FM_MOG2_TILE;
-    size_t bytes = tiles * (size_t)g->n_mixtures * FM_MOG2_SLOT_FLOATS((size_t)g->channels)
+    size_t bytes = tiles * FM_MOG2_TILE_FLOATS((size_t)g->n_mixtures, (size_t)g->channels)
                    * sizeof(float);
     return (bytes + 255) / 256 * 256;
 }
