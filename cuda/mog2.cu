@@ -349,7 +349,9 @@ const dim3 kBlock(kBlockX, kBlockY);
 // registers: on an H100, grey at 1536 threads (then 40 registers, 36 bytes
 // spilled) and BGR at 1024 (63, none) were 5-12 % faster per frame than at
 // 1024 and 768 (47 and 66 registers); 2048 and 1280 were slower
-// (cuda/MOG2_NOTES.md, v8).
+// (cuda/MOG2_NOTES.md, v8). With v13's layout BGR of up to 5 modes fits 56
+// registers without a spill, and at 1152 threads it was 3-4 % faster than at
+// 1024 (H200); with 8 modes it would spill 4 times what it does at 1024.
 // Turing holds at most 1024 threads per SM, later GPUs 1536 or 2048; ptxas
 // ignores a request beyond what the SM holds, so each is capped at it.
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 800
@@ -361,13 +363,15 @@ constexpr int blocks_for(int threads)
 {
     return (threads < kMostThreads ? threads : kMostThreads) / kThreads;
 }
-template <int C>
-constexpr int kMinBlocks = blocks_for(C == 1 ? 1536 : (C == 3 ? 1024 : 512));
+template <int C, int M>
+constexpr int kMinBlocks = blocks_for(C == 1 ? 1536 : (C == 3 ? (M <= 5 ? 1152 : 1024) : 512));
 // A pass over several frames reuses each load for K frames, so it gains from
-// occupancy even at the cost of spills: 1280 and 1024 threads were the
-// fastest for K = 16 of those tried.
-template <int C, int N>
-constexpr int kMinBlocksFor = N == 1 ? kMinBlocks<C> : blocks_for(C == 1 ? 1280 : 1024);
+// occupancy even at the cost of spills: grey at 1280 threads, BGR at 1152
+// (20 bytes spilled) and BGRA at 1024 were the fastest for K = 16 of those
+// tried.
+template <int C, int M, int N>
+constexpr int kMinBlocksFor = N == 1 ? kMinBlocks<C, M>
+                                     : blocks_for(C == 1 ? 1280 : (C == 3 && M <= 5 ? 1152 : 1024));
 
 template <int N>
 struct Pass {
@@ -378,7 +382,7 @@ struct Pass {
 // __grid_constant__: the tables are read where the launch put them (indexed
 // by frame or camera at run time) instead of being copied per thread.
 template <int C, int M, typename T, int N>
-__global__ void __launch_bounds__(kThreads, kMinBlocksFor<C, N>)
+__global__ void __launch_bounds__(kThreads, kMinBlocksFor<C, M, N>)
 mog2_apply_kernel(fm_mog2_params params, fm_mog2_model model, const __grid_constant__ Pass<N> pass)
 {
     const int x = blockIdx.x * kBlockX + threadIdx.x;
@@ -403,12 +407,12 @@ struct CameraTable {
 // camera's blocks start) and covers a 32x4 tile of it. C == 0: the cameras
 // are of several kinds and each block branches to its camera's (the branch
 // is uniform over the block). A camera's parameters are read at a run-time
-// index into the table, and held in registers: grey asks for 1024 threads
-// per SM, not 1536 as apply's does (there it spilled 158 bytes and 64
-// cameras of 640x480 took 0.519 ms a set, at 1024 none and 0.411 ms; H200,
-// cuda/MOG2_NOTES.md, v13).
+// index into the table, and held in registers: grey and BGR ask for 1024
+// threads per SM, not apply's 1536 and 1152 (grey spilled 158 bytes there
+// and 64 cameras of 640x480 took 0.519 ms a set, at 1024 none and 0.411 ms;
+// H200, cuda/MOG2_NOTES.md, v13).
 template <int C>
-constexpr int kCameraBlocks = C == 0 ? blocks_for(512) : C == 1 ? blocks_for(1024) : kMinBlocks<C>;
+constexpr int kCameraBlocks = blocks_for(C == 1 || C == 3 ? 1024 : 512);
 
 template <int C, int M, typename T>
 __global__ void __launch_bounds__(kThreads, kCameraBlocks<C>)
