@@ -253,6 +253,30 @@ def test_gpu_host_and_back_all_give_the_uninterrupted_masks(rng, stream, shape, 
 
 
 @gpu
+@pytest.mark.parametrize("modes", [1, 8])
+@pytest.mark.parametrize("shape", [(23, 29), (21, 19, 3), (17, 13, 4)],
+                         ids=["grey", "bgr", "bgra"])
+def test_gpu_tiles_of_one_and_eight_modes_match_the_host(rng, stream, shape, modes):
+    """A tile's size and where its slots sit depend on the mode count, and
+    more than 5 modes run kernels of their own: with 1 and 8 modes too, the
+    GPU's model comes out as the host's, bit for bit, and the host's goes in
+    and gives the uninterrupted masks."""
+    params = dict(PARAMS, n_mixtures=modes)
+    frames = _frames(rng, 40, shape)
+    whole = Host(**params)
+    want = [whole.apply(f).copy() for f in frames]
+    g, h = fastmog.BackgroundSubtractorMOG2(**params), Host(**params)
+    for f in frames[:30]:
+        g.apply(f, stream=stream)
+        h.apply(f)
+    _same_model(g.snapshot(stream=stream), h.snapshot())
+    restored = fastmog.BackgroundSubtractorMOG2.restore(h.snapshot(), stream=stream)
+    for i, f in enumerate(frames[30:]):
+        np.testing.assert_array_equal(restored.apply(f, stream=stream).download(stream=stream),
+                                      want[30 + i], err_msg=f"frame {30 + i}")
+
+
+@gpu
 def test_gpu_snapshot_waits_for_work_on_other_streams(rng):
     """The snapshot is taken after what is queued on the model elsewhere."""
     frames = _frames(rng, 40, (256, 256, 3))
