@@ -15,7 +15,7 @@
  * (K weights, K variances, then the K * C means), blocks in pixel order,
  * then the mode counts. A pixel's update touches one or two cache lines,
  * where the GPU's tiles (mog2_params.h, laid out for a warp's coalesced
- * loads) would touch one per mode and quantity. */
+ * loads) would touch two per mode: its weight's row and its slot's run. */
 typedef struct fm_mog2_host_model {
     float *blocks;
     unsigned char *mode_count;
