@@ -2,16 +2,19 @@
 call: ms per 4K frame of `apply` on the four scenes (the CDnet traffic
 sequence tiled to 4K and seeded noise, grey and BGR, models warmed on 200
 frames) and of `apply_batch` with K = 16 on the road scene, timed with CUDA
-events as benchmarks/run.py times them.
+events as benchmarks/run.py times them; with --cameras (or only them)
+run.py's 64 grey cameras of 640x480 too, as one apply on their stacked frame
+and as one `apply_cameras` call, ms a set.
 
-    python benchmarks/kernel_scenes.py [--tag NAME] [--data DIR]
+    python benchmarks/kernel_scenes.py [--tag NAME] [--data DIR] [--cameras | --only-cameras]
 """
 import argparse
 
 import numpy as np
 
 import fastmog
-from run import SCENES, WARM, find_test_data, gpu_ms, scene_frames, warm_and_time
+from run import (CAM_H, CAM_W, CAMERA_SETS_TIMED, CAMERAS, SCENES, WARM, camera_sets,
+                 find_test_data, gpu_ms, scene_frames, warm_and_time)
 
 
 def batched_ms(stream, frames, k=16, calls=8):
@@ -28,15 +31,39 @@ def batched_ms(stream, frames, k=16, calls=8):
     return ms
 
 
+def cameras_ms(stream, data, timed=CAMERA_SETS_TIMED):
+    """ms a set of run.py's 64 cameras: one apply on the stacked frame, and
+    one apply_cameras call on its 64 views, each warmed on WARM sets."""
+    tall = [fastmog.GpuMat.from_array(s, stream=stream) for s in camera_sets(data)]
+    n = len(tall)
+    views = [[f[k * CAM_H:(k + 1) * CAM_H, :] for k in range(CAMERAS)] for f in tall]
+    one = fastmog.BackgroundSubtractorMOG2()
+    mask = fastmog.GpuMat((CAMERAS * CAM_H, CAM_W))
+    subs = [fastmog.BackgroundSubtractorMOG2() for _ in range(CAMERAS)]
+    masks = tuple(fastmog.GpuMat((CAM_H, CAM_W)) for _ in range(CAMERAS))
+    calls = (lambda i: one.apply(tall[i % n], stream=stream, fgmask=mask),
+             lambda i: fastmog.apply_cameras(subs, views[i % n], stream=stream, fgmasks=masks))
+    times = []
+    for call in calls:
+        for i in range(WARM):
+            call(i)
+        times.append(gpu_ms(stream, lambda i: call(WARM + i), timed))
+    for x in [one, mask, *subs, *masks, *tall]:
+        x.close()
+    return times
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tag", default="this build")
     parser.add_argument("--data", default=None)
+    parser.add_argument("--cameras", action="store_true", help="also time 64 cameras")
+    parser.add_argument("--only-cameras", action="store_true", help="time 64 cameras alone")
     args = parser.parse_args()
     data = args.data or find_test_data()
     row = []
     with fastmog.Stream() as stream:
-        for colour, scene in SCENES:
+        for colour, scene in [] if args.only_cameras else SCENES:
             host = scene_frames(data, colour, scene)
             frames = [fastmog.GpuMat.from_array(f, stream=stream) for f in host]
             ms, _ = warm_and_time(stream, frames, host[0].shape)
@@ -45,6 +72,9 @@ def main():
                 row.append(f"{colour} K=16 {batched_ms(stream, frames):.3f}")
             for f in frames:
                 f.close()
+        if args.cameras or args.only_cameras:
+            tall_ms, cams_ms = cameras_ms(stream, data)
+            row.append(f"64 cameras: stacked {tall_ms:.3f}, apply_cameras {cams_ms:.3f}")
     print(f"{args.tag}: " + ", ".join(row) + " (ms per 4K frame, "
           f"{fastmog.device_properties()['name']})")
 

@@ -401,33 +401,53 @@ struct CameraTable {
     fm_mog2_camera camera[FM_MOG2_CAMERAS_PER_LAUNCH];
     unsigned first_block[FM_MOG2_CAMERAS_PER_LAUNCH];  // a camera's blocks are consecutive
     int count;
+    unsigned blocks_each;  // every camera's blocks, where all have as many; else 0
 };
 
-// Each block belongs to one camera (found by binary search over where each
-// camera's blocks start) and covers a 32x4 tile of it. C == 0: the cameras
-// are of several kinds and each block branches to its camera's (the branch
-// is uniform over the block). A camera's parameters are read at a run-time
-// index into the table, and held in registers: grey and BGR ask for 1024
-// threads per SM, not apply's 1536 and 1152 (grey spilled 158 bytes there
-// and 64 cameras of 640x480 took 0.519 ms a set, at 1024 none and 0.411 ms;
-// H200, cuda/MOG2_NOTES.md, v13).
-template <int C>
-constexpr int kCameraBlocks = blocks_for(C == 1 || C == 3 ? 1024 : 512);
-
-template <int C, int M, typename T>
-__global__ void __launch_bounds__(kThreads, kCameraBlocks<C>)
-mog2_cameras_kernel(const __grid_constant__ CameraTable table)
+// The camera whose blocks include block b.
+__device__ __forceinline__ int camera_of(const CameraTable &table, unsigned b)
 {
+    if (table.blocks_each != 0)
+        return (int)(b / table.blocks_each);
     int lo = 0, hi = table.count - 1;
     while (lo < hi) {
         int mid = (lo + hi + 1) / 2;
-        if (table.first_block[mid] <= blockIdx.x)
+        if (table.first_block[mid] <= b)
             lo = mid;
         else
             hi = mid - 1;
     }
-    const fm_mog2_camera &cam = table.camera[lo];
-    const unsigned tile = blockIdx.x - table.first_block[lo];
+    return lo;
+}
+
+// Each block belongs to one camera and covers a 32x4 tile of it. C == 0: the
+// cameras are of several kinds and each block branches to its camera's (the
+// branch is uniform over the block). The block first copies its camera's
+// entry into shared memory, a word a thread, and every thread reads it there:
+// read from the table at a run-time index, the parameters, pointers and sizes
+// were held in registers through the whole update, and the kernel needed 59
+// of them for grey (1024 threads per SM; at apply's 1536 it spilled 158
+// bytes). Read from shared memory grey fits 48 (1280 threads, 4 bytes
+// spilled), and 64 cameras of 640x480 took 0.451 ms a set where they took
+// 0.516 (H200, cuda/MOG2_NOTES.md, v14). BGR keeps 1024 threads and BGRA 512.
+template <int C, int M>
+constexpr int kCameraBlocks = blocks_for(C == 1 ? (M <= 5 ? 1280 : 1024) : C == 3 ? 1024 : 512);
+
+template <int C, int M, typename T>
+__global__ void __launch_bounds__(kThreads, kCameraBlocks<C, M>)
+mog2_cameras_kernel(const __grid_constant__ CameraTable table)
+{
+    constexpr int kWords = sizeof(fm_mog2_camera) / sizeof(unsigned);
+    static_assert(sizeof(fm_mog2_camera) % sizeof(unsigned) == 0 && kWords <= kThreads,
+                  "one word of the camera's entry per thread");
+    __shared__ fm_mog2_camera cam;
+    const int k = camera_of(table, blockIdx.x);
+    const int t = threadIdx.y * kBlockX + threadIdx.x;
+    if (t < kWords)
+        reinterpret_cast<unsigned *>(&cam)[t] =
+            reinterpret_cast<const unsigned *>(&table.camera[k])[t];
+    __syncthreads();
+    const unsigned tile = blockIdx.x - table.first_block[k];
     const unsigned across = ((unsigned)cam.model.width + kBlockX - 1) / kBlockX;
     const int x = (int)((tile % across) * kBlockX + threadIdx.x);
     const int y = (int)((tile / across) * kBlockY + threadIdx.y);
@@ -605,6 +625,10 @@ extern "C" cudaError_t fm_launch_mog2_cameras(const fm_mog2_camera *cameras, int
         if (blocks > 0x7fffffffull)
             return cudaErrorInvalidConfiguration;
         table.count = n;
+        table.blocks_each = blocks % n == 0 ? (unsigned)(blocks / n) : 0;
+        for (int k = 0; k < n; ++k)
+            if (table.first_block[k] != k * table.blocks_each)
+                table.blocks_each = 0;
         cameras_kernel(bound, kind)<<<(unsigned)blocks, kBlock, 0, stream>>>(table);
         cudaError_t err = cudaGetLastError();
         if (err != cudaSuccess)

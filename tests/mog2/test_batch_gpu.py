@@ -278,6 +278,28 @@ def test_gpu_cameras_beyond_one_launch_of_several_kinds(rng, stream):
             assert np.array_equal(got[i], want[i]), f"round {r}, camera {i}"
 
 
+# Cameras whose blocks of 32x4 pixels come to the same count though their
+# shapes differ, and counts whose sum divides evenly though they differ: the
+# launch finds a block's camera by division only where every camera has as
+# many blocks.
+@pytest.mark.parametrize("shapes", [
+    pytest.param([(64, 32), (32, 64), (16, 128)], id="same-count-other-shapes"),
+    pytest.param([(40, 32), (80, 32), (120, 32)], id="10-20-30-blocks"),
+    pytest.param([(40, 32), (40, 32), (48, 32)], id="10-10-12-blocks"),
+])
+def test_gpu_cameras_found_by_their_blocks(rng, stream, shapes):
+    subs = [fastmog.BackgroundSubtractorMOG2() for _ in shapes]
+    hosts = [fastmog.cpu.BackgroundSubtractorMOG2() for _ in shapes]
+    for r in range(4):
+        frames = [random_image(rng, shape, np.uint8) for shape in shapes]
+        got = download(fastmog.apply_cameras(subs, frames, stream=stream), stream)
+        want = fastmog.cpu.apply_cameras(hosts, frames)
+        for i, shape in enumerate(shapes):
+            assert np.array_equal(got[i], want[i]), f"round {r}, camera {i} {shape}"
+    for sub, host in zip(subs, hosts):
+        assert np.array_equal(sub.mode_counts().download(stream=stream), host.mode_counts())
+
+
 def assert_same_gpu_model(sub, twin, rng, stream, shape):
     """sub and twin (which never saw the refused calls) agree from here on."""
     assert sub.frame_count == twin.frame_count
