@@ -3,7 +3,7 @@ call: ms per 4K frame of `apply` on the four scenes (the CDnet traffic
 sequence tiled to 4K and seeded noise, grey and BGR, models warmed on 200
 frames) and of `apply_batch` with K = 16 on the road scene, timed with CUDA
 events as benchmarks/run.py times them; with --cameras (or only them)
-run.py's 64 grey cameras of 640x480 too, as one apply on their stacked frame
+run.py's 64 cameras of 640x480 too, grey and BGR, as one apply on their stacked frame
 and as one `apply_cameras` call, ms a set.
 
     python benchmarks/kernel_scenes.py [--tag NAME] [--data DIR] [--cameras | --only-cameras]
@@ -31,12 +31,13 @@ def batched_ms(stream, frames, k=16, calls=8):
     return ms
 
 
-def cameras_ms(stream, data, timed=CAMERA_SETS_TIMED):
+def cameras_ms(stream, data, timed=CAMERA_SETS_TIMED, colour="grey"):
     """ms a set of run.py's 64 cameras: one apply on the stacked frame, and
     one apply_cameras call on its 64 views, each warmed on WARM sets."""
-    tall = [fastmog.GpuMat.from_array(s, stream=stream) for s in camera_sets(data)]
+    tall = [fastmog.GpuMat.from_array(s, stream=stream)
+            for s in camera_sets(data, colour=colour)]
     n = len(tall)
-    views = [[f[k * CAM_H:(k + 1) * CAM_H, :] for k in range(CAMERAS)] for f in tall]
+    views = [[f[k * CAM_H:(k + 1) * CAM_H] for k in range(CAMERAS)] for f in tall]
     one = fastmog.BackgroundSubtractorMOG2()
     mask = fastmog.GpuMat((CAMERAS * CAM_H, CAM_W))
     subs = [fastmog.BackgroundSubtractorMOG2() for _ in range(CAMERAS)]
@@ -73,8 +74,10 @@ def main():
             for f in frames:
                 f.close()
         if args.cameras or args.only_cameras:
-            tall_ms, cams_ms = cameras_ms(stream, data)
-            row.append(f"64 cameras: stacked {tall_ms:.3f}, apply_cameras {cams_ms:.3f}")
+            for colour in ("grey", "bgr"):
+                tall_ms, cams_ms = cameras_ms(stream, data, colour=colour)
+                row.append(f"64 {colour} cameras: stacked {tall_ms:.3f}, "
+                           f"apply_cameras {cams_ms:.3f}")
     print(f"{args.tag}: " + ", ".join(row) + " (ms per 4K frame, "
           f"{fastmog.device_properties()['name']})")
 

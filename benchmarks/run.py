@@ -530,12 +530,13 @@ CAMERA_STEP = 7  # camera k shows the clip 7k frames on: 101 frames, so no two c
 CAMERA_SETS_TIMED = 40
 
 
-def camera_sets(data, native=False):
-    """Per time step, the 64 grey cameras' frames stacked into one tall frame:
+def camera_sets(data, native=False, colour="grey"):
+    """Per time step, the 64 cameras' frames stacked into one tall frame:
     camera k shows the CDnet traffic clip CAMERA_STEP * k frames on, tiled to
     640x480 as the 4K frame is. native: the clip's 320x240 frames stacked
     instead, whose per-pixel models are exactly those of the tiles."""
-    clip = [cv2.cvtColor(f, cv2.COLOR_BGR2GRAY) for f in iter_frames(data, "traffic")]
+    clip = [f if colour == "bgr" else cv2.cvtColor(f, cv2.COLOR_BGR2GRAY)
+            for f in iter_frames(data, "traffic")]
     n = len(clip)
     size = (lambda f: f) if native else (lambda f: tiled(f, CAM_H, CAM_W))
     return [np.concatenate([size(clip[(i + CAMERA_STEP * k) % n]) for k in range(CAMERAS)])

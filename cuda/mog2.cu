@@ -425,13 +425,15 @@ __device__ __forceinline__ int camera_of(const CameraTable &table, unsigned b)
 // branch is uniform over the block). The block first copies its camera's
 // entry into shared memory, a word a thread, and every thread reads it there:
 // read from the table at a run-time index, the parameters, pointers and sizes
-// were held in registers through the whole update, and the kernel needed 59
-// of them for grey (1024 threads per SM; at apply's 1536 it spilled 158
-// bytes). Read from shared memory grey fits 48 (1280 threads, 4 bytes
-// spilled), and 64 cameras of 640x480 took 0.451 ms a set where they took
-// 0.516 (H200, cuda/MOG2_NOTES.md, v14). BGR keeps 1024 threads and BGRA 512.
+// were held in registers through the whole update (grey needed 59, so 1024
+// threads per SM; at apply's 1536 it spilled 158 bytes). From shared memory
+// grey fits 48 registers at 1280 threads (4 bytes spilled) and BGR spills 20
+// bytes at 1024 where it spilled 88: 64 cameras of 640x480 took 0.455 ms a set
+// where they took 0.516 (grey) and 0.678 where 0.730 (BGR); BGR at 1152
+// threads took 0.692 (H200, cuda/MOG2_NOTES.md, v14). BGRA keeps 512.
 template <int C, int M>
-constexpr int kCameraBlocks = blocks_for(C == 1 ? (M <= 5 ? 1280 : 1024) : C == 3 ? 1024 : 512);
+constexpr int kCameraBlocks =
+    blocks_for(C == 1 ? (M <= 5 ? 1280 : 1024) : C == 3 ? 1024 : 512);
 
 template <int C, int M, typename T>
 __global__ void __launch_bounds__(kThreads, kCameraBlocks<C, M>)
