@@ -1,20 +1,23 @@
 """A short, steady MOG2 workload for Nsight Compute: issue 25's scene (the
 CDnet traffic sequence tiled to 4K) in grey or BGR, or seeded noise, a model
-warmed on 200 frames, then 4 more applies; or (--cameras) run.py's 64 grey
-cameras of 640x480, 204 sets as one apply on their stacked frame, then 204
-as one apply_cameras call.
+warmed on 200 frames, then 4 more applies; or (--cameras) run.py's 64
+cameras of 640x480, grey or BGR, 204 sets as one apply on their stacked
+frame, then 204 as one apply_cameras call.
 
     ncu --clock-control none -k regex:mog2_apply_kernel --launch-skip 200 \\
         --launch-count 1 --set full \\
         python benchmarks/profile_kernel.py --colour bgr [--noise] [--data DIR]
+    ncu --clock-control none -k regex:mog2_cameras_kernel --launch-skip 200 \\
+        --launch-count 1 --set full \\
+        python benchmarks/profile_kernel.py --cameras [--colour bgr] [--data DIR]
 """
 import argparse
 
 import numpy as np
 
 import fastmog
-from run import WARM, find_test_data, scene_frames
 from kernel_scenes import cameras_ms
+from run import WARM, find_test_data, scene_frames
 
 
 def main():
@@ -24,10 +27,13 @@ def main():
     parser.add_argument("--data", default=None)
     parser.add_argument("--cameras", action="store_true")
     args = parser.parse_args()
+    if args.cameras and args.noise:
+        parser.error("--cameras shows the road clip: no --noise")
     data = args.data or find_test_data()
     if args.cameras:
         with fastmog.Stream() as s:
-            print("64 cameras, ms a set (stacked, apply_cameras):", cameras_ms(s, data, timed=4))
+            print(f"64 {args.colour} cameras, ms a set (stacked, apply_cameras):",
+                  cameras_ms(s, data, timed=4, colour=args.colour))
         return
     host = scene_frames(data, args.colour, "noise" if args.noise else "real")
     with fastmog.Stream() as s:

@@ -531,10 +531,13 @@ CAMERA_SETS_TIMED = 40
 
 
 def camera_sets(data, native=False, colour="grey"):
-    """Per time step, the 64 cameras' frames stacked into one tall frame:
-    camera k shows the CDnet traffic clip CAMERA_STEP * k frames on, tiled to
-    640x480 as the 4K frame is. native: the clip's 320x240 frames stacked
-    instead, whose per-pixel models are exactly those of the tiles."""
+    """Per time step, the 64 cameras' frames ("grey" or "bgr") stacked into
+    one tall frame: camera k shows the CDnet traffic clip CAMERA_STEP * k
+    frames on, tiled to 640x480 as the 4K frame is. native: the clip's 320x240
+    frames stacked instead, whose per-pixel models are exactly those of the
+    tiles."""
+    if colour not in ("grey", "bgr"):
+        raise ValueError(f"colour must be 'grey' or 'bgr', not {colour!r}")
     clip = [f if colour == "bgr" else cv2.cvtColor(f, cv2.COLOR_BGR2GRAY)
             for f in iter_frames(data, "traffic")]
     n = len(clip)
@@ -551,6 +554,27 @@ def measure_camera_floor(data, t):
     return f
 
 
+def camera_views(stream, data, colour="grey"):
+    """The camera sets on the device: each stacked frame, and per set the 64
+    cameras' views of it."""
+    tall = [fastmog.GpuMat.from_array(s, stream=stream)
+            for s in camera_sets(data, colour=colour)]
+    return tall, [[f[k * CAM_H:(k + 1) * CAM_H] for k in range(CAMERAS)] for f in tall]
+
+
+def timed_after_warm(stream, call, repeats, after_warm=None):
+    """call(i) for WARM sets, then for `repeats` more, timed: (GPU ms, wall
+    ms) a call. after_warm runs between the two."""
+    for i in range(WARM):
+        call(i)
+    if after_warm is not None:
+        after_warm()
+    stream.synchronize()
+    t0 = time.perf_counter()
+    ms = gpu_ms(stream, lambda i: call(WARM + i), repeats)
+    return ms, (time.perf_counter() - t0) * 1e3 / repeats
+
+
 def camera_counts_differ(counts, native_counts):
     """Pixels where a tall 640x480-camera mode-count map disagrees with the
     host model of the 320x240 clip frames (the top-left tile of each camera)."""
@@ -564,19 +588,12 @@ def measure_cameras(stream, data, floor_model, copy_bw, single_fraction, t):
     separate apply calls on views of it, one apply_cameras call. Each against
     the floor, and its fraction relative to the 4K grey real model's
     (issue 13: apply_cameras >= 80 %). Times are the slower of GPU and wall."""
-    tall = [fastmog.GpuMat.from_array(s, stream=stream) for s in camera_sets(data)]
+    tall, views = camera_views(stream, data)
     n = len(tall)
     floor = ms_of(floor_model["bytes"], CAMERAS * CAM_H * CAM_W, copy_bw)
-    views = [[f[k * CAM_H:(k + 1) * CAM_H, :] for k in range(CAMERAS)] for f in tall]
 
     def timed(call, repeats, after_warm):
-        for i in range(WARM):
-            call(i)
-        after_warm()
-        stream.synchronize()
-        t0 = time.perf_counter()
-        ms = gpu_ms(stream, lambda i: call(WARM + i), repeats)
-        return ms, (time.perf_counter() - t0) * 1e3 / repeats
+        return timed_after_warm(stream, call, repeats, after_warm)
 
     def row(item, ms, wall, note=""):
         fraction = floor / max(ms, wall)
@@ -604,7 +621,7 @@ def measure_cameras(stream, data, floor_model, copy_bw, single_fraction, t):
         for k in range(CAMERAS):
             subs[k].apply(views[i % n][k], stream=stream, fgmask=masks[k])
 
-    ms, wall = timed(separate, 20, lambda: None)
+    ms, wall = timed(separate, 20, None)
     row(f"{CAMERAS} separate apply calls", ms, wall)
     for s in subs:
         s.close()

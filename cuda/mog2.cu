@@ -7,6 +7,8 @@
 
 #include <stdint.h>
 
+#include <type_traits>
+
 namespace {
 
 // A pixel's modes, held in registers (every index below is a constant once
@@ -404,7 +406,11 @@ struct CameraTable {
     unsigned blocks_each;  // every camera's blocks, where all have as many; else 0
 };
 
-// The camera whose blocks include block b.
+// The camera whose blocks include block b: by a division where the launch's
+// cameras all have as many blocks (blocks_each, the usual case), else by a
+// binary search over where each camera's blocks start. The search's chain of
+// dependent loads delays every block's start: 64 grey cameras of 640x480
+// took 0.451 ms a set by division, 0.476 by the search (H200, MOG2_NOTES v14).
 __device__ __forceinline__ int camera_of(const CameraTable &table, unsigned b)
 {
     if (table.blocks_each != 0)
@@ -430,7 +436,8 @@ __device__ __forceinline__ int camera_of(const CameraTable &table, unsigned b)
 // grey fits 48 registers at 1280 threads (4 bytes spilled) and BGR spills 20
 // bytes at 1024 where it spilled 88: 64 cameras of 640x480 took 0.455 ms a set
 // where they took 0.516 (grey) and 0.678 where 0.730 (BGR); BGR at 1152
-// threads took 0.692 (H200, cuda/MOG2_NOTES.md, v14). BGRA keeps 512.
+// threads took 0.692 (H200, cuda/MOG2_NOTES.md, v14). Grey with 8 modes keeps
+// 1024 (at 1280 it would spill 144 bytes, at 1024 none), BGRA 512.
 template <int C, int M>
 constexpr int kCameraBlocks =
     blocks_for(C == 1 ? (M <= 5 ? 1280 : 1024) : C == 3 ? 1024 : 512);
@@ -440,8 +447,9 @@ __global__ void __launch_bounds__(kThreads, kCameraBlocks<C, M>)
 mog2_cameras_kernel(const __grid_constant__ CameraTable table)
 {
     constexpr int kWords = sizeof(fm_mog2_camera) / sizeof(unsigned);
-    static_assert(sizeof(fm_mog2_camera) % sizeof(unsigned) == 0 && kWords <= kThreads,
-                  "one word of the camera's entry per thread");
+    static_assert(std::is_trivially_copyable_v<fm_mog2_camera>
+                      && sizeof(fm_mog2_camera) % sizeof(unsigned) == 0 && kWords <= kThreads,
+                  "the camera's entry is copied a word a thread");
     __shared__ fm_mog2_camera cam;
     const int k = camera_of(table, blockIdx.x);
     const int t = threadIdx.y * kBlockX + threadIdx.x;
@@ -627,6 +635,9 @@ extern "C" cudaError_t fm_launch_mog2_cameras(const fm_mog2_camera *cameras, int
         if (blocks > 0x7fffffffull)
             return cudaErrorInvalidConfiguration;
         table.count = n;
+        // Division finds a block's camera only where every camera has as many
+        // blocks: each starts k blocks_each in, and the total (which no start
+        // shows of the last camera) is n blocks_each.
         table.blocks_each = blocks % n == 0 ? (unsigned)(blocks / n) : 0;
         for (int k = 0; k < n; ++k)
             if (table.first_block[k] != k * table.blocks_each)

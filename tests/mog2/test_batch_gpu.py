@@ -278,14 +278,15 @@ def test_gpu_cameras_beyond_one_launch_of_several_kinds(rng, stream):
             assert np.array_equal(got[i], want[i]), f"round {r}, camera {i}"
 
 
-# Cameras whose blocks of 32x4 pixels come to the same count though their
-# shapes differ, and counts whose sum divides evenly though they differ: the
-# launch finds a block's camera by division only where every camera has as
-# many blocks.
+# The launch finds a block's camera by division only where every camera has
+# as many blocks of 32x4 pixels. Cases: the same count from other shapes;
+# counts whose sum divides evenly though they differ; counts that start where
+# equal ones would, the last larger; 70 equal cameras, in two launches.
 @pytest.mark.parametrize("shapes", [
     pytest.param([(64, 32), (32, 64), (16, 128)], id="same-count-other-shapes"),
     pytest.param([(40, 32), (80, 32), (120, 32)], id="10-20-30-blocks"),
     pytest.param([(40, 32), (40, 32), (48, 32)], id="10-10-12-blocks"),
+    pytest.param([(8, 40)] * 70, id="70-cameras-of-4-blocks"),
 ])
 def test_gpu_cameras_found_by_their_blocks(rng, stream, shapes):
     subs = [fastmog.BackgroundSubtractorMOG2() for _ in shapes]
