@@ -4,12 +4,15 @@ sequence tiled to 4K and seeded noise, grey and BGR, models warmed on 200
 frames) and of `apply_batch` with K = 16 on the road scene, timed with CUDA
 events as benchmarks/run.py times them; with --cameras (or only them)
 run.py's 64 cameras of 640x480 too, grey and BGR, as one apply on their
-stacked frame and as one `apply_cameras` call, ms a set.
+stacked frame and as one `apply_cameras` call, ms a set; --camera-kinds adds
+`apply_cameras` on cameras of 8 modes, of grey and BGR at once, and of BGRA.
 
-    python benchmarks/kernel_scenes.py [--tag NAME] [--data DIR] [--cameras | --only-cameras]
+    python benchmarks/kernel_scenes.py [--tag NAME] [--data DIR]
+                                       [--cameras | --only-cameras] [--camera-kinds]
 """
 import argparse
 
+import cv2
 import numpy as np
 
 import fastmog
@@ -52,6 +55,36 @@ def cameras_ms(stream, data, timed=CAMERA_SETS_TIMED, colour="grey"):
     return stacked, cameras
 
 
+def camera_kinds_ms(stream, data):
+    """ms a set of one apply_cameras call on 64 cameras of the kinds
+    cameras_ms leaves out: grey with 8 modes, grey and BGR alternating (a
+    launch of several kinds), and BGRA; run.py's clip, warmed on WARM sets."""
+    grey, grey_views = camera_views(stream, data)
+    bgr, bgr_views = camera_views(stream, data, "bgr")
+    mixed = [[g[k] if k % 2 == 0 else b[k] for k in range(CAMERAS)]
+             for g, b in zip(grey_views, bgr_views)]
+    bgra = [fastmog.GpuMat.from_array(cv2.cvtColor(f.download(stream=stream),
+                                                   cv2.COLOR_BGR2BGRA), stream=stream)
+            for f in bgr]
+    bgra_views = [[f[k * CAM_H:(k + 1) * CAM_H] for k in range(CAMERAS)] for f in bgra]
+    masks = tuple(fastmog.GpuMat((CAM_H, CAM_W)) for _ in range(CAMERAS))
+    times = {}
+    try:
+        for name, sets, params in (("grey 8 modes", grey_views, {"n_mixtures": 8}),
+                                   ("grey and BGR", mixed, {}), ("BGRA", bgra_views, {})):
+            subs = [fastmog.BackgroundSubtractorMOG2(**params) for _ in range(CAMERAS)]
+            times[name], _ = timed_after_warm(
+                stream, lambda i, subs=subs, sets=sets: fastmog.apply_cameras(
+                    subs, sets[i % len(sets)], stream=stream, fgmasks=masks),
+                CAMERA_SETS_TIMED)
+            for sub in subs:
+                sub.close()
+    finally:
+        for x in [*masks, *grey, *bgr, *bgra]:
+            x.close()
+    return times
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tag", default="this build")
@@ -59,7 +92,11 @@ def main():
     which = parser.add_mutually_exclusive_group()
     which.add_argument("--cameras", action="store_true", help="also time 64 cameras")
     which.add_argument("--only-cameras", action="store_true", help="time 64 cameras alone")
+    parser.add_argument("--camera-kinds", action="store_true",
+                        help="with the cameras, 8 modes, several kinds at once and BGRA")
     args = parser.parse_args()
+    if args.camera_kinds and not (args.cameras or args.only_cameras):
+        parser.error("--camera-kinds goes with --cameras or --only-cameras")
     data = args.data or find_test_data()
     row = []
     with fastmog.Stream() as stream:
@@ -77,6 +114,9 @@ def main():
                 tall_ms, cams_ms = cameras_ms(stream, data, colour=colour)
                 row.append(f"64 {colour} cameras: stacked {tall_ms:.3f}, "
                            f"apply_cameras {cams_ms:.3f}")
+            if args.camera_kinds:
+                row += [f"64 cameras, {name}: apply_cameras {ms:.3f}"
+                        for name, ms in camera_kinds_ms(stream, data).items()]
     units = ["ms per 4K frame"] * (not args.only_cameras)
     units += ["cameras in ms a set"] * (args.cameras or args.only_cameras)
     print(f"{args.tag}: " + ", ".join(row) + f" ({', '.join(units)}, "
