@@ -15,8 +15,9 @@ namespace {
 // the loops unroll) while one or more frames update them. Memory is touched
 // only where the algorithm needs it: every weight (read for every slot, see
 // load_pixel; written for the modes in use), the variance and means of the
-// modes an update visits (read when first needed) and of the modes it
-// changed (written once at the end). On a real scene most
+// modes an update visits (one frame: mode 0, and the others where the sample
+// misses it; a pass over several frames reads them all at its start) and of
+// the modes it changed (written once at the end). On a real scene most
 // pixels fit their first mode, so the other modes' means never move.
 // M: the most modes a pixel can have here (n_mixtures or more); the
 // per-pixel code's cost grows with its square, so the default of 5 modes
@@ -26,7 +27,6 @@ struct Pixel {
     float weight[M];
     float variance[M];
     float mean[M * C];
-    unsigned valid;    // slots whose variance and means are in registers
     unsigned changed;  // slots whose variance and means must be stored
     int stored;        // the mode count in memory
     int nmodes;        // the mode count now
@@ -96,7 +96,6 @@ struct SlotAccess<3> {
 template <int C, int M>
 __device__ __forceinline__ void load_mode(const ModesAt<C> &at, int k, Pixel<C, M> &px)
 {
-    px.valid |= 1u << k;
     if constexpr (SlotAccess<C>::kOne) {
         using A = SlotAccess<C>;
         A::unpack(*reinterpret_cast<const typename A::Vector *>(&at.variance(k)),
@@ -133,98 +132,63 @@ __device__ __forceinline__ void store_mode(const ModesAt<C> &at, int k, const Pi
 // use: waiting for the count before asking for them cost a second round trip
 // (a few bytes more per pixel, 2-3 % faster; cuda/MOG2_NOTES.md, v11); what
 // slots past the count hold is never used.
+// kPass (a pass over several frames): every slot's variance and means are
+// read too, a few bytes a pixel once per pass, so that its updates find
+// every mode in registers: with them read as an update first visited them,
+// each frame walked the modes to learn which to read, a fifth of a grey
+// pass's instructions (cuda/MOG2_NOTES.md, v15).
 // The count is device state anyone holding the model's address can write:
 // it is clamped to n_mixtures (a no-op for valid state), so no value can
 // drive the kernel outside the model; a damaged count is rewritten.
-template <int C, int M>
+template <int C, int M, bool kPass>
 __device__ __forceinline__ void load_pixel(const fm_mog2_model &model, int n_mixtures, size_t i,
                                            const ModesAt<C> &at, Pixel<C, M> &px)
 {
-    px.valid = 0;
     px.changed = 0;
     px.weight[0] = at.weight(0);
     load_mode(at, 0, px);
     px.stored = model.mode_count[i];
     px.nmodes = min(px.stored, n_mixtures);
 #pragma unroll
-    for (int k = 1; k < M; ++k)
-        if (k < model.n_mixtures)
+    for (int k = 1; k < M; ++k) {
+        if (k < model.n_mixtures) {
             px.weight[k] = at.weight(k);
+            if (kPass)
+                load_mode(at, k, px);
+        }
+    }
 }
 
-// Loads what the update of sample x is about to read: the variance and means
-// of the modes its first loop visits (this is that loop without its writes,
-// the same floats in the same order, so it stops at the same mode), and of
-// every mode in use when the shadow test may walk them afterwards.
-template <int C, int M, bool kEager>
-__device__ __forceinline__ void load_visited(const fm_mog2_params &p, const fm_mog2_rates &r,
-                                             const float *x, const ModesAt<C> &at,
-                                             Pixel<C, M> &px)
+// One frame: loads the other modes in use where the update of sample x or
+// the shadow test after it may read them. A sample that misses mode 0 visits
+// further modes, and unless it fits one of them it is not background and
+// the shadow test walks them all: their loads are issued together, so the
+// warp waits on memory once, not once per mode visited (Nsight Compute: the
+// kernel waits on these loads; cuda/MOG2_NOTES.md, v9). A sample that fits
+// mode 0 and is background there (the update's own tests at mode 0, where
+// the weight summed before it is 0) reads no other mode; one that fits mode
+// 0 without being background there (a fit threshold above the background
+// one) reads them only for the shadow test.
+template <int C, int M>
+__device__ __forceinline__ void load_visited(const fm_mog2_params &p, const float *x,
+                                             const ModesAt<C> &at, Pixel<C, M> &px)
 {
-    float wsum = 0.0f;
-    int n = px.nmodes;
-    int fitted = 0, background = 0;
-    // kEager: a sample that does not fit mode 0 visits further modes, and
-    // unless it fits one of them it is not background and the shadow test
-    // walks them all: their loads are issued together now, so the warp waits
-    // on memory once, not once per mode visited (Nsight Compute: the kernel
-    // waits on these loads), and nothing is left to find out. A sample that
-    // fits mode 0 and is background there (the update's own test at mode 0,
-    // where the weight before it is 0) reads no other mode. Only a sample
-    // that fits mode 0 without being background there (a fit threshold above
-    // the background one) goes through the walk below.
-    if (kEager) {
-        if (n == 0)
-            return;
-        float dist2 = 0.0f;
+    if (px.nmodes == 0)
+        return;
+    float dist2 = 0.0f;
 #pragma unroll
-        for (int c = 0; c < C; ++c) {
-            float d = px.mean[c] - x[c];
-            dist2 += d * d;
-        }
-        if (!(dist2 < p.var_threshold_gen * px.variance[0])) {
-#pragma unroll
-            for (int m = 1; m < M; ++m)
-                if (m < n && !(px.valid >> m & 1u))
-                    load_mode(at, m, px);
-            return;
-        }
-        if (wsum < p.background_ratio && dist2 < p.var_threshold * px.variance[0])
-            return;
+    for (int c = 0; c < C; ++c) {
+        float d = px.mean[c] - x[c];
+        dist2 += d * d;
     }
+    if (dist2 < p.var_threshold_gen * px.variance[0]
+        && ((0.0f < p.background_ratio && dist2 < p.var_threshold * px.variance[0])
+            || !p.detect_shadows))
+        return;
 #pragma unroll
-    for (int m = 0; m < M; ++m) {
-        if (m >= n)
-            break;
-        float w = r.alpha1 * px.weight[m] + r.prune;
-        if (!fitted) {
-            if (!(px.valid >> m & 1u))
-                load_mode(at, m, px);
-            float dist2 = 0.0f;
-#pragma unroll
-            for (int c = 0; c < C; ++c) {
-                float d = px.mean[m * C + c] - x[c];
-                dist2 += d * d;
-            }
-            if (wsum < p.background_ratio && dist2 < p.var_threshold * px.variance[m])
-                background = 1;
-            if (dist2 < p.var_threshold_gen * px.variance[m]) {
-                fitted = 1;
-                w += r.alpha_t;
-            }
-        }
-        if (w < -r.prune) {
-            w = 0.0f;
-            --n;
-        }
-        wsum += w;
-    }
-    if (!background && p.detect_shadows) {
-#pragma unroll
-        for (int m = 1; m < M; ++m)
-            if (m < px.nmodes && !(px.valid >> m & 1u))
-                load_mode(at, m, px);
-    }
+    for (int m = 1; m < M; ++m)
+        if (m < px.nmodes)
+            load_mode(at, m, px);
 }
 
 template <int C, typename T>
@@ -267,14 +231,13 @@ __device__ __forceinline__ unsigned char update_first(const fm_mog2_params &p,
     unsigned char out = fm_mog2_update_pixel(&p, &r, x, C, 0, px.weight, px.variance, px.mean,
                                              1, &nmodes, &px.changed, M, 1);
     px.nmodes = nmodes;
-    px.valid |= px.changed;
     return out;
 }
 
 // kUniform: a sample that fits_first takes the short path only when every
 // pixel of its warp does (a pass over several frames, where each pixel's
 // state stays in its thread): a warp of mixed pixels would run both paths.
-template <int C, int M, typename T, bool kEager, bool kUniform>
+template <int C, int M, typename T, bool kPass, bool kUniform>
 __device__ __forceinline__ void update_pixel(const fm_mog2_params &p, const fm_mog2_frame_io &io,
                                              const ModesAt<C> &at, int x, int y, Pixel<C, M> &px)
 {
@@ -294,12 +257,12 @@ __device__ __forceinline__ void update_pixel(const fm_mog2_params &p, const fm_m
         *mask = update_first(p, io.rates, sample, px);
         return;
     }
-    load_visited<C, M, kEager>(p, io.rates, sample, at, px);
+    if (!kPass)
+        load_visited(p, sample, at, px);
     unsigned char nmodes = (unsigned char)px.nmodes;
     *mask = fm_mog2_update_pixel(&p, &io.rates, sample, C, 0, px.weight, px.variance, px.mean,
                                  1, &nmodes, &px.changed, M, 0);
     px.nmodes = nmodes;
-    px.valid |= px.changed;
 }
 
 template <int C, int M>
@@ -319,20 +282,18 @@ __device__ __forceinline__ void store_pixel(const fm_mog2_model &model, size_t i
 }
 
 // One pixel through `count` consecutive frames: its state is read once,
-// updated once per frame in registers, and written once. kEager: load_visited
-// issues the loads of a sample that misses mode 0 at once; a pass over K
-// frames, whose later frames find most modes in registers, ran slower with it
-// (more registers spilled; cuda/MOG2_NOTES.md, v9).
-template <int C, int M, typename T, bool kEager = true, bool kUniform = false>
+// updated once per frame in registers, and written once. kPass: `count` may
+// be more than one (load_pixel reads every mode).
+template <int C, int M, typename T, bool kPass = false, bool kUniform = false>
 __device__ __forceinline__ void run_pixel(const fm_mog2_params &p, const fm_mog2_model &model,
                                           const fm_mog2_frame_io *frames, int count, int x, int y)
 {
     const size_t i = (size_t)y * model.width + x;
     const ModesAt<C> at = modes_at<C>(model, i);
     Pixel<C, M> px;
-    load_pixel(model, min(p.n_mixtures, model.n_mixtures), i, at, px);
+    load_pixel<C, M, kPass>(model, min(p.n_mixtures, model.n_mixtures), i, at, px);
     for (int f = 0; f < count; ++f)
-        update_pixel<C, M, T, kEager, kUniform>(p, frames[f], at, x, y, px);
+        update_pixel<C, M, T, kPass, kUniform>(p, frames[f], at, x, y, px);
     store_pixel(model, i, at, px);
 }
 
@@ -391,12 +352,12 @@ mog2_apply_kernel(fm_mog2_params params, fm_mog2_model model, const __grid_const
     const int y = blockIdx.y * kBlockY + threadIdx.y;
     if (x >= model.width || y >= model.height)
         return;
-    // One frame: load_visited's eager loads. Several: grey warps whose
+    // Several frames: every mode read at the start, and grey warps whose
     // pixels all fit_first take the short path (BGR was slower with it,
     // its registers spilling; cuda/MOG2_NOTES.md, v11).
-    constexpr bool kOne = N == 1;
-    run_pixel<C, M, T, kOne, !kOne && C == 1>(params, model, pass.frame, kOne ? 1 : pass.count,
-                                              x, y);
+    constexpr bool kPass = N > 1;
+    run_pixel<C, M, T, kPass, kPass && C == 1>(params, model, pass.frame, kPass ? pass.count : 1,
+                                               x, y);
 }
 
 struct CameraTable {
