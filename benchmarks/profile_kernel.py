@@ -9,6 +9,7 @@ frame, then 204 as one apply_cameras call.
         --launch-count 1 --set full \\
         python benchmarks/profile_kernel.py --colour bgr [--noise] [--data DIR]
     ncu ... --launch-skip 13 ... python benchmarks/profile_kernel.py --batch 16
+        (the warm-up is ceil(200 / K) launches)
     ncu --clock-control none -k regex:mog2_cameras_kernel --launch-skip 200 \\
         --launch-count 1 --set full \\
         python benchmarks/profile_kernel.py --cameras [--colour bgr] [--data DIR]
@@ -34,6 +35,8 @@ def main():
         parser.error("--batch takes 1 to 16 frames a launch")
     if args.cameras and args.noise:
         parser.error("--cameras shows the road clip: no --noise")
+    if args.cameras and args.batch != 1:
+        parser.error("--cameras runs apply_cameras, one frame a camera: no --batch")
     data = args.data or find_test_data()
     if args.cameras:
         with fastmog.Stream() as s:

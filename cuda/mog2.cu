@@ -13,12 +13,14 @@ namespace {
 
 // A pixel's modes, held in registers (every index below is a constant once
 // the loops unroll) while one or more frames update them. Memory is touched
-// only where the algorithm needs it: every weight (read for every slot, see
-// load_pixel; written for the modes in use), the variance and means of the
-// modes an update visits (one frame: mode 0, and the others where the sample
-// misses it; a pass over several frames reads them all at its start) and of
-// the modes it changed (written once at the end). On a real scene most
-// pixels fit their first mode, so the other modes' means never move.
+// where the algorithm needs it, read where that saves a round trip or an
+// instruction: every weight (read for every slot, see load_pixel; written
+// for the modes in use), the variance and means of the modes an update may
+// read (one frame: mode 0, and the others where the sample misses it or the
+// shadow test may walk them, see load_visited; a pass over several frames:
+// every slot, at its start) and of the modes it changed (written once at
+// the end). On a real scene most pixels fit their first mode, so the other
+// modes' means never move.
 // M: the most modes a pixel can have here (n_mixtures or more); the
 // per-pixel code's cost grows with its square, so the default of 5 modes
 // has kernels of its own.
@@ -133,11 +135,12 @@ __device__ __forceinline__ void store_mode(const ModesAt<C> &at, int k, const Pi
 // (a few bytes more per pixel, 2-3 % faster; cuda/MOG2_NOTES.md, v11); what
 // slots past the count hold is never used.
 // kPass (a pass over several frames): every slot's variance and means are
-// read too, a few bytes a pixel once per pass, so that its updates find
-// every mode in registers. Read as an update first visited them, each frame
-// walked the modes to learn which to read: the passes' issue slots were 84 %
-// busy, and without the walk a K=16 pass issues 18 % (grey) and 25 % (BGR)
-// fewer instructions and is 22 % faster (H200, cuda/MOG2_NOTES.md, v15).
+// read too (32 bytes a grey pixel and 64 a BGR one more than v14 read, once
+// per pass), so that its updates find every mode in registers. v14 read a
+// mode when an update first visited it, so every frame walked the modes to
+// learn which to read, in a pass whose issue slots were 84 % busy: without
+// the walk a K=16 pass issues 18 % (grey) and 24 % (BGR) fewer instructions
+// and takes 22 % less time (H200, cuda/MOG2_NOTES.md, v15).
 // The count is device state anyone holding the model's address can write:
 // it is clamped to n_mixtures (a no-op for valid state), so no value can
 // drive the kernel outside the model; a damaged count is rewritten.
@@ -331,8 +334,9 @@ template <int C, int M>
 constexpr int kMinBlocks = blocks_for(C == 1 ? 1536 : (C == 3 ? (M <= 5 ? 1152 : 1024) : 512));
 // A pass over several frames reuses each load for K frames, so it gains from
 // occupancy even at the cost of spills: grey at 1280 threads, BGR at 1152
-// (20 bytes spilled) and BGRA at 1024 were the fastest for K = 16 of those
-// tried; 8-mode BGR keeps 1024, as for one frame.
+// (12 bytes spilled) and BGRA at 1024 were the fastest for K = 16 of those
+// tried (grey at 1536 spills 28 bytes and took 0.105 ms a frame against
+// 0.102, MOG2_NOTES v15); 8-mode BGR keeps 1024, as for one frame.
 template <int C, int M, int N>
 constexpr int kMinBlocksFor = N == 1 ? kMinBlocks<C, M>
                                      : blocks_for(C == 1 ? 1280 : (C == 3 && M <= 5 ? 1152 : 1024));
@@ -354,8 +358,9 @@ mog2_apply_kernel(fm_mog2_params params, fm_mog2_model model, const __grid_const
     if (x >= model.width || y >= model.height)
         return;
     // Several frames: every mode read at the start, and grey warps whose
-    // pixels all fit_first take the short path (BGR was slower with it,
-    // its registers spilling; cuda/MOG2_NOTES.md, v11).
+    // pixels all fit_first take the short path (BGR was slower with it:
+    // spilling in v11, 0.163 ms a frame against 0.156 in v15;
+    // cuda/MOG2_NOTES.md).
     constexpr bool kPass = N > 1;
     run_pixel<C, M, T, kPass, kPass && C == 1>(params, model, pass.frame, kPass ? pass.count : 1,
                                                x, y);

@@ -136,12 +136,13 @@ def test_cupy_and_torch_frames(rng, stream):
 
 @pytest.mark.parametrize("channels", [1, 3])
 def test_a_fit_that_is_not_background_still_reads_every_mode(rng, stream, channels):
-    """The kernel reads a pixel's other modes only when its sample misses
-    mode 0, or fits it without being background there; the second happens
-    only with a fit threshold above the background one, or no background
-    weight (cuda/mog2.cu, load_visited). Those settings, with darker copies
-    of the scene for the shadow test that walks every mode, and with the
-    most modes the kernel allows: equal to the host, frame by frame."""
+    """For one frame the kernel reads a pixel's other modes only when its
+    sample misses mode 0, or fits it without being background there with
+    detect_shadows on; the second happens only with a fit threshold above
+    the background one, or no background weight (cuda/mog2.cu,
+    load_visited). Those settings, with darker copies of the scene for the
+    shadow test that walks every mode, and with the most modes the kernel
+    allows: equal to the host, frame by frame."""
     shape = (48, 64) if channels == 1 else (48, 64, 3)
     base = random_image(rng, shape, np.uint8)
     for kwargs in ({"var_threshold": 6.0, "var_threshold_gen": 20.0},

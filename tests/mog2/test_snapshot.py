@@ -311,7 +311,8 @@ def test_gpu_restore_across_apply_batch_and_apply_cameras(rng, stream):
 @pytest.mark.parametrize("shape", [(24, 32), (24, 32, 3)], ids=["grey", "bgr"])
 def test_gpu_never_uses_what_the_slots_past_a_pixels_mode_count_hold(rng, stream, shape):
     """The kernel reads every weight slot of a model before it knows how many
-    modes a pixel uses (one round trip to memory, not two): NaN in the slots
+    modes a pixel uses (one round trip to memory, not two), and a pass over
+    several frames every slot's variance and means too: NaN in the slots
     past each pixel's count changes no mask and no mode in use, through
     apply, a pass over several frames and apply_cameras."""
     frames = _frames(rng, 34, shape)
