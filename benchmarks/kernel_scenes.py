@@ -5,9 +5,11 @@ frames) and of `apply_batch` with K = 16 on the road scene, timed with CUDA
 events as benchmarks/run.py times them; with --cameras (or only them)
 run.py's 64 cameras of 640x480 too, grey and BGR, as one apply on their
 stacked frame and as one `apply_cameras` call, ms a set; --camera-kinds adds
-`apply_cameras` on cameras of 8 modes, of grey and BGR at once, and of BGRA.
+`apply_cameras` on cameras of 8 modes, of grey and BGR at once, and of BGRA;
+--modes 8 times the four scenes and the passes with models of 8 modes, whose
+kernels are their own.
 
-    python benchmarks/kernel_scenes.py [--tag NAME] [--data DIR]
+    python benchmarks/kernel_scenes.py [--tag NAME] [--data DIR] [--modes N]
                                        [--cameras | --only-cameras] [--camera-kinds]
 """
 import argparse
@@ -20,9 +22,9 @@ from run import (CAM_H, CAM_W, CAMERA_SETS_TIMED, CAMERAS, SCENES, WARM, camera_
                  find_test_data, gpu_ms, scene_frames, timed_after_warm, warm_and_time)
 
 
-def batched_ms(stream, frames, k=16, calls=8):
+def batched_ms(stream, frames, k=16, calls=8, modes=5):
     n = len(frames)
-    sub = fastmog.BackgroundSubtractorMOG2()
+    sub = fastmog.BackgroundSubtractorMOG2(n_mixtures=modes)
     masks = tuple(fastmog.GpuMat(frames[0].shape[:2], np.uint8) for _ in range(k))
     for a in range(0, WARM, k):
         chunk = tuple(frames[i % n] for i in range(a, min(a + k, WARM)))
@@ -89,6 +91,7 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tag", default="this build")
     parser.add_argument("--data", default=None)
+    parser.add_argument("--modes", type=int, default=5, help="n_mixtures of the scenes' models")
     which = parser.add_mutually_exclusive_group()
     which.add_argument("--cameras", action="store_true", help="also time 64 cameras")
     which.add_argument("--only-cameras", action="store_true", help="time 64 cameras alone")
@@ -103,10 +106,10 @@ def main():
         for colour, scene in [] if args.only_cameras else SCENES:
             host = scene_frames(data, colour, scene)
             frames = [fastmog.GpuMat.from_array(f, stream=stream) for f in host]
-            ms, _ = warm_and_time(stream, frames, host[0].shape)
+            ms, _ = warm_and_time(stream, frames, host[0].shape, modes=args.modes)
             row.append(f"{colour} {scene} {ms:.3f}")
             if scene == "real":
-                row.append(f"{colour} K=16 {batched_ms(stream, frames):.3f}")
+                row.append(f"{colour} K=16 {batched_ms(stream, frames, modes=args.modes):.3f}")
             for f in frames:
                 f.close()
         if args.cameras or args.only_cameras:
@@ -117,7 +120,8 @@ def main():
             if args.camera_kinds:
                 row += [f"64 cameras, {name}: apply_cameras {ms:.3f}"
                         for name, ms in camera_kinds_ms(stream, data).items()]
-    units = ["ms per 4K frame"] * (not args.only_cameras)
+    modes = "" if args.modes == 5 else f", {args.modes} modes"
+    units = [f"ms per 4K frame{modes}"] * (not args.only_cameras)
     units += ["cameras in ms a set"] * (args.cameras or args.only_cameras)
     print(f"{args.tag}: " + ", ".join(row) + f" ({', '.join(units)}, "
           f"{fastmog.device_properties()['name']})")

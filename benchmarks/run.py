@@ -362,12 +362,12 @@ def ms_of(bytes_per_pixel, pixels, copy_bw):
     return pixels * bytes_per_pixel / (copy_bw * 1e12) * 1e3
 
 
-def warm_and_time(stream, frames, shape, warm=WARM, repeats=TIMED):
-    """A new model learns device frames[i % n] for i < warm; then `repeats`
-    further frames, continuing the rotation, are timed with events. Returns
-    (ms per frame, mode counts right after the warm-up)."""
+def warm_and_time(stream, frames, shape, warm=WARM, repeats=TIMED, modes=5):
+    """A new model of `modes` modes learns device frames[i % n] for i < warm;
+    then `repeats` further frames, continuing the rotation, are timed with
+    events. Returns (ms per frame, mode counts right after the warm-up)."""
     n = len(frames)
-    sub = fastmog.BackgroundSubtractorMOG2()
+    sub = fastmog.BackgroundSubtractorMOG2(n_mixtures=modes)
     mask = fastmog.GpuMat(shape[:2], np.uint8)
     for i in range(warm):
         sub.apply(frames[i % n], stream=stream, fgmask=mask)

@@ -269,6 +269,49 @@ __device__ __forceinline__ void update_pixel(const fm_mog2_params &p, const fm_m
     px.nmodes = nmodes;
 }
 
+// uint8 BGR frames, up to 5 modes, one frame, on Hopper: each thread asks L2 for
+// what the first round trip of the pixel some rows below it will read (its
+// weights, mode 0, count and sample), so that the block which takes that
+// pixel, started a little later, finds them there rather than in DRAM. The
+// rows are about 2/5 of the blocks the GPU holds at once (kBlocks a
+// multiprocessor, %nsmid of them): a nearer block is already running, and a
+// farther one gained less. The BGR road scene took 0.259 ms a 4K frame
+// against 0.272, 64 BGR cameras 0.655 ms a set against 0.666, noise the same;
+// grey gained 1-3 % and lost 4-10 % on noise, so it does not ask (H200,
+// cuda/MOG2_NOTES.md, v16). Only what was timed asks: Hopper builds, uint8
+// frames.
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ == 900
+constexpr bool kHopper = true;
+#else
+constexpr bool kHopper = false;
+#endif
+template <int C, int M, typename T, int kBlocks>
+constexpr bool kPrefetchBelow = kHopper && C == 3 && M <= 5 && sizeof(T) == 1 && kBlocks > 0;
+
+template <int C, int M, typename T, int kBlocks>
+__device__ __forceinline__ void prefetch_below(const fm_mog2_model &model,
+                                               const fm_mog2_frame_io &io, int x, int y)
+{
+    unsigned sms;
+    asm("mov.u32 %0, %%nsmid;" : "=r"(sms));
+    const unsigned across = ((unsigned)model.width + FM_MOG2_TILE - 1) / FM_MOG2_TILE;
+    const unsigned blocks = kBlocks * sms * 2 / 5;
+    const int below = y + (int)max(1u, (blocks + across / 2) / across) * FM_MOG2_BLOCK_ROWS;
+    if (below >= model.height)
+        return;
+    const auto ask = [](const void *p) { asm volatile("prefetch.global.L2 [%0];" ::"l"(p)); };
+    const size_t j = (size_t)below * model.width + x;
+    const ModesAt<C> at = modes_at<C>(model, j);
+#pragma unroll
+    for (int k = 0; k < M; ++k)
+        if (k < model.n_mixtures)
+            ask(&at.weight(k));
+    ask(&at.variance(0));
+    ask(&model.mode_count[j]);
+    ask(static_cast<const char *>(io.frame) + (size_t)below * io.frame_pitch
+        + (size_t)x * C * sizeof(T));
+}
+
 template <int C, int M>
 __device__ __forceinline__ void store_pixel(const fm_mog2_model &model, size_t i,
                                             const ModesAt<C> &at, const Pixel<C, M> &px)
@@ -287,8 +330,9 @@ __device__ __forceinline__ void store_pixel(const fm_mog2_model &model, size_t i
 
 // One pixel through `count` consecutive frames: its state is read once,
 // updated once per frame in registers, and written once. kPass: `count` may
-// be more than one (load_pixel reads every mode).
-template <int C, int M, typename T, bool kPass = false, bool kUniform = false>
+// be more than one (load_pixel reads every mode). kBlocks: the calling
+// kernel's blocks a multiprocessor (its launch bounds); 0 asks no prefetch.
+template <int C, int M, typename T, int kBlocks, bool kPass = false, bool kUniform = false>
 __device__ __forceinline__ void run_pixel(const fm_mog2_params &p, const fm_mog2_model &model,
                                           const fm_mog2_frame_io *frames, int count, int x, int y)
 {
@@ -296,6 +340,8 @@ __device__ __forceinline__ void run_pixel(const fm_mog2_params &p, const fm_mog2
     const ModesAt<C> at = modes_at<C>(model, i);
     Pixel<C, M> px;
     load_pixel<C, M, kPass>(model, min(p.n_mixtures, model.n_mixtures), i, at, px);
+    if constexpr (!kPass && kPrefetchBelow<C, M, T, kBlocks>)
+        prefetch_below<C, M, T, kBlocks>(model, frames[0], x, y);
     for (int f = 0; f < count; ++f)
         update_pixel<C, M, T, kPass, kUniform>(p, frames[f], at, x, y, px);
     store_pixel(model, i, at, px);
@@ -319,6 +365,9 @@ const dim3 kBlock(kBlockX, kBlockY);
 // (cuda/MOG2_NOTES.md, v8). With v13's layout BGR of up to 5 modes fits 56
 // registers without a spill, and at 1152 threads it was 3-4 % faster than at
 // 1024 (H200); with 8 modes it would spill 404 bytes there, 172 at 1024.
+// Grey with 8 modes spills 208 bytes at 1536 threads and none at 1024 (54
+// registers), where the 4K road scene took 0.229 ms a frame against 0.291 and
+// noise 0.399 against 0.574 (H200, cuda/MOG2_NOTES.md, v16).
 // Turing holds at most 1024 threads per SM, later GPUs 1536 or 2048; ptxas
 // ignores a request beyond what the SM holds, so each is capped at it.
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 800
@@ -331,7 +380,8 @@ constexpr int blocks_for(int threads)
     return (threads < kMostThreads ? threads : kMostThreads) / kThreads;
 }
 template <int C, int M>
-constexpr int kMinBlocks = blocks_for(C == 1 ? 1536 : (C == 3 ? (M <= 5 ? 1152 : 1024) : 512));
+constexpr int kMinBlocks =
+    blocks_for(C == 1 ? (M <= 5 ? 1536 : 1024) : (C == 3 ? (M <= 5 ? 1152 : 1024) : 512));
 // A pass over several frames reuses each load for K frames, so it gains from
 // occupancy even at the cost of spills: grey at 1280 threads, BGR at 1152
 // (12 bytes spilled) and BGRA at 1024 were the fastest for K = 16 of those
@@ -362,26 +412,26 @@ mog2_apply_kernel(fm_mog2_params params, fm_mog2_model model, const __grid_const
     // spilling in v11, 0.163 ms a frame against 0.156 in v15;
     // cuda/MOG2_NOTES.md).
     constexpr bool kPass = N > 1;
-    run_pixel<C, M, T, kPass, kPass && C == 1>(params, model, pass.frame, kPass ? pass.count : 1,
-                                               x, y);
+    run_pixel<C, M, T, kMinBlocksFor<C, M, N>, kPass, kPass && C == 1>(
+        params, model, pass.frame, kPass ? pass.count : 1, x, y);
 }
 
 struct CameraTable {
     fm_mog2_camera camera[FM_MOG2_CAMERAS_PER_LAUNCH];
     unsigned first_block[FM_MOG2_CAMERAS_PER_LAUNCH];  // a camera's blocks are consecutive
     int count;
-    unsigned blocks_each;  // every camera's blocks, where all have as many; else 0
+    int one_size;  // every camera of one size: the grid is (across, down, cameras)
 };
 
-// The camera whose blocks include block b: by a division where the launch's
-// cameras all have as many blocks (blocks_each, the usual case), else by a
-// binary search over where each camera's blocks start. The search's chain of
-// dependent loads delays every block's start: 64 grey cameras of 640x480
-// took 0.451 ms a set by division, 0.476 by the search (H200, MOG2_NOTES v14).
+// The camera whose blocks include block b, where the launch's cameras are of
+// several sizes: a binary search over where each camera's blocks start (its
+// tile there is then found by a division). Where they are all of one size
+// (the usual case) the grid says both. The search's chain of dependent loads
+// and the divisions delay every block's start: 64 grey cameras of 640x480
+// took 0.476 ms a set with them (v14), 0.463 with a division in place of the
+// search and 0.447 with the grid (H200, cuda/MOG2_NOTES.md, v14 and v16).
 __device__ __forceinline__ int camera_of(const CameraTable &table, unsigned b)
 {
-    if (table.blocks_each != 0)
-        return (int)(b / table.blocks_each);
     int lo = 0, hi = table.count - 1;
     while (lo < hi) {
         int mid = (lo + hi + 1) / 2;
@@ -418,29 +468,38 @@ mog2_cameras_kernel(const __grid_constant__ CameraTable table)
                       && sizeof(fm_mog2_camera) % sizeof(unsigned) == 0 && kWords <= kThreads,
                   "the camera's entry is copied a word a thread");
     __shared__ fm_mog2_camera cam;
-    const int k = camera_of(table, blockIdx.x);
+    const int k = table.one_size ? (int)blockIdx.z : camera_of(table, blockIdx.x);
     const int t = threadIdx.y * kBlockX + threadIdx.x;
     if (t < kWords)
         reinterpret_cast<unsigned *>(&cam)[t] =
             reinterpret_cast<const unsigned *>(&table.camera[k])[t];
     __syncthreads();
-    const unsigned tile = blockIdx.x - table.first_block[k];
-    const unsigned across = ((unsigned)cam.model.width + kBlockX - 1) / kBlockX;
-    const int x = (int)((tile % across) * kBlockX + threadIdx.x);
-    const int y = (int)((tile / across) * kBlockY + threadIdx.y);
+    unsigned tile_x = blockIdx.x, tile_y = blockIdx.y;
+    if (!table.one_size) {
+        const unsigned tile = blockIdx.x - table.first_block[k];
+        const unsigned across = ((unsigned)cam.model.width + kBlockX - 1) / kBlockX;
+        tile_x = tile % across;
+        tile_y = tile / across;
+    }
+    const int x = (int)(tile_x * kBlockX + threadIdx.x);
+    const int y = (int)(tile_y * kBlockY + threadIdx.y);
     if (x >= cam.model.width || y >= cam.model.height)
         return;
+    // The kernel of several kinds was not timed with prefetch_below: 0 asks none.
+    constexpr int kBlocks = C == 0 ? 0 : kCameraBlocks<C, M>;
     if constexpr (C != 0) {
-        run_pixel<C, M, T>(cam.params, cam.model, &cam.io, 1, x, y);
+        run_pixel<C, M, T, kBlocks>(cam.params, cam.model, &cam.io, 1, x, y);
     }
     else {
+        const fm_mog2_params &p = cam.params;
+        const fm_mog2_model &m = cam.model;
         switch (cam.model.channels * 2 + cam.is_float) {
-        case 2: run_pixel<1, M, unsigned char>(cam.params, cam.model, &cam.io, 1, x, y); break;
-        case 3: run_pixel<1, M, float>(cam.params, cam.model, &cam.io, 1, x, y); break;
-        case 6: run_pixel<3, M, unsigned char>(cam.params, cam.model, &cam.io, 1, x, y); break;
-        case 7: run_pixel<3, M, float>(cam.params, cam.model, &cam.io, 1, x, y); break;
-        case 8: run_pixel<4, M, unsigned char>(cam.params, cam.model, &cam.io, 1, x, y); break;
-        default: run_pixel<4, M, float>(cam.params, cam.model, &cam.io, 1, x, y); break;
+        case 2: run_pixel<1, M, unsigned char, kBlocks>(p, m, &cam.io, 1, x, y); break;
+        case 3: run_pixel<1, M, float, kBlocks>(p, m, &cam.io, 1, x, y); break;
+        case 6: run_pixel<3, M, unsigned char, kBlocks>(p, m, &cam.io, 1, x, y); break;
+        case 7: run_pixel<3, M, float, kBlocks>(p, m, &cam.io, 1, x, y); break;
+        case 8: run_pixel<4, M, unsigned char, kBlocks>(p, m, &cam.io, 1, x, y); break;
+        default: run_pixel<4, M, float, kBlocks>(p, m, &cam.io, 1, x, y); break;
         }
     }
 }
@@ -590,8 +649,12 @@ extern "C" cudaError_t fm_launch_mog2_cameras(const fm_mog2_camera *cameras, int
         CameraTable table;  // 9 KB, copied into the launch
         unsigned long long blocks = 0;
         int kind = -1, bound = 0;
+        table.one_size = 1;
         for (int k = 0; k < n; ++k) {
             const fm_mog2_camera &cam = cameras[start + k];
+            if (cam.model.width != cameras[start].model.width
+                || cam.model.height != cameras[start].model.height)
+                table.one_size = 0;
             table.camera[k] = cam;
             table.first_block[k] = (unsigned)blocks;
             blocks += (unsigned long long)grid_for(cam.model).x * grid_for(cam.model).y;
@@ -602,14 +665,9 @@ extern "C" cudaError_t fm_launch_mog2_cameras(const fm_mog2_camera *cameras, int
         if (blocks > 0x7fffffffull)
             return cudaErrorInvalidConfiguration;
         table.count = n;
-        // Division finds a block's camera only where every camera has as many
-        // blocks: each starts k blocks_each in, and the total (which no start
-        // shows of the last camera) is n blocks_each.
-        table.blocks_each = blocks % n == 0 ? (unsigned)(blocks / n) : 0;
-        for (int k = 0; k < n; ++k)
-            if (table.first_block[k] != k * table.blocks_each)
-                table.blocks_each = 0;
-        cameras_kernel(bound, kind)<<<(unsigned)blocks, kBlock, 0, stream>>>(table);
+        const dim3 one = grid_for(cameras[start].model);
+        const dim3 grid = table.one_size ? dim3(one.x, one.y, (unsigned)n) : dim3((unsigned)blocks);
+        cameras_kernel(bound, kind)<<<grid, kBlock, 0, stream>>>(table);
         cudaError_t err = cudaGetLastError();
         if (err != cudaSuccess)
             return err;

@@ -278,10 +278,11 @@ def test_gpu_cameras_beyond_one_launch_of_several_kinds(rng, stream):
             assert np.array_equal(got[i], want[i]), f"round {r}, camera {i}"
 
 
-# The launch finds a block's camera by division only where every camera has
-# as many blocks of 32x4 pixels. Cases: the same count from other shapes;
-# counts whose sum divides evenly though they differ; counts that start where
-# equal ones would, the last larger; 70 equal cameras, in two launches.
+# The launch takes a block's camera and tile from its grid only where every
+# camera has one size; else each block searches where the cameras' blocks
+# start. Cases: as many blocks of 32x4 pixels from other shapes; counts whose
+# sum divides evenly though they differ; counts that start where equal ones
+# would, the last larger; 70 cameras of one size, in two launches.
 @pytest.mark.parametrize("shapes", [
     pytest.param([(64, 32), (32, 64), (16, 128)], id="same-count-other-shapes"),
     pytest.param([(40, 32), (80, 32), (120, 32)], id="10-20-30-blocks"),
