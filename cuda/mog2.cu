@@ -274,10 +274,11 @@ __device__ __forceinline__ void update_pixel(const fm_mog2_params &p, const fm_m
 // weights, mode 0, count and sample), so that the block which takes that
 // pixel, started a little later, finds them there rather than in DRAM. The
 // rows are about 2/5 of the blocks the GPU holds at once (kBlocks a
-// multiprocessor, %nsmid of them): a nearer block is already running, and a
-// farther one gained less. The BGR road scene took 0.259 ms a 4K frame
-// against 0.272, 64 BGR cameras 0.655 ms a set against 0.666, noise the same;
-// grey gained 1-3 % and lost 4-10 % on noise, so it does not ask (H200,
+// multiprocessor, times %nsmid, which PTX allows to exceed the SMs present):
+// a nearer block is already running, and a farther one gained less. The BGR
+// road scene took 0.259 ms a 4K frame against 0.272, 64 BGR cameras 0.655 ms
+// a set against 0.666, noise the same. Grey gained at most 3 % on the road
+// scene and lost 4-10 % on noise in every variant, so it does not ask (H200,
 // cuda/MOG2_NOTES.md, v16). Only what was timed asks: Hopper builds, uint8
 // frames.
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ == 900
@@ -367,7 +368,9 @@ const dim3 kBlock(kBlockX, kBlockY);
 // 1024 (H200); with 8 modes it would spill 404 bytes there, 172 at 1024.
 // Grey with 8 modes spills 208 bytes at 1536 threads and none at 1024 (54
 // registers), where the 4K road scene took 0.229 ms a frame against 0.291 and
-// noise 0.399 against 0.574 (H200, cuda/MOG2_NOTES.md, v16).
+// noise 0.399 against 0.574 (H200, cuda/MOG2_NOTES.md, v16); timed there
+// only, it holds for every build from sm_80 (ptxas for sm_100 and sm_120:
+// 116 bytes spilled at 1536, none at 1024).
 // Turing holds at most 1024 threads per SM, later GPUs 1536 or 2048; ptxas
 // ignores a request beyond what the SM holds, so each is capped at it.
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 800
@@ -428,8 +431,9 @@ struct CameraTable {
 // tile there is then found by a division). Where they are all of one size
 // (the usual case) the grid says both. The search's chain of dependent loads
 // and the divisions delay every block's start: 64 grey cameras of 640x480
-// took 0.476 ms a set with them (v14), 0.463 with a division in place of the
-// search and 0.447 with the grid (H200, cuda/MOG2_NOTES.md, v14 and v16).
+// took 0.461-0.464 ms a set with a division in place of the search and
+// 0.446-0.448 with the grid, beside it (the search alone took 0.476 in v14's
+// runs; H200, cuda/MOG2_NOTES.md, v14 and v16).
 __device__ __forceinline__ int camera_of(const CameraTable &table, unsigned b)
 {
     int lo = 0, hi = table.count - 1;
@@ -450,11 +454,12 @@ __device__ __forceinline__ int camera_of(const CameraTable &table, unsigned b)
 // read from the table at a run-time index, the parameters, pointers and sizes
 // were held in registers through the whole update (grey needed 59, so 1024
 // threads per SM; at apply's 1536 it spilled 158 bytes). From shared memory
-// grey fits 48 registers at 1280 threads (4 bytes spilled) and BGR spills 20
-// bytes at 1024 where it spilled 88: 64 cameras of 640x480 took 0.455 ms a set
-// where they took 0.516 (grey) and 0.678 where 0.730 (BGR); BGR at 1152
-// threads took 0.692 (H200, cuda/MOG2_NOTES.md, v14). Grey with 8 modes keeps
-// 1024 (at 1280 it would spill 144 bytes, at 1024 none), BGRA 512.
+// grey fits 48 registers at 1280 threads (4 bytes spilled) and BGR spilled
+// 20 bytes at 1024 where it spilled 88 (8 on Hopper since v16): 64 cameras of
+// 640x480 took 0.455 ms a set where they took 0.516 (grey) and 0.678 where
+// 0.730 (BGR); BGR at 1152 threads took 0.692 (H200, cuda/MOG2_NOTES.md, v14).
+// Grey with 8 modes keeps 1024 (at 1280 it would spill 144 bytes, at 1024
+// none), BGRA 512.
 template <int C, int M>
 constexpr int kCameraBlocks =
     blocks_for(C == 1 ? (M <= 5 ? 1280 : 1024) : C == 3 ? 1024 : 512);

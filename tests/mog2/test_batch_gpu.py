@@ -282,12 +282,14 @@ def test_gpu_cameras_beyond_one_launch_of_several_kinds(rng, stream):
 # camera has one size; else each block searches where the cameras' blocks
 # start. Cases: as many blocks of 32x4 pixels from other shapes; counts whose
 # sum divides evenly though they differ; counts that start where equal ones
-# would, the last larger; 70 cameras of one size, in two launches.
+# would, the last larger; 70 cameras of one size, in two launches; cameras of
+# one size whose last tiles are partial both ways.
 @pytest.mark.parametrize("shapes", [
     pytest.param([(64, 32), (32, 64), (16, 128)], id="same-count-other-shapes"),
     pytest.param([(40, 32), (80, 32), (120, 32)], id="10-20-30-blocks"),
     pytest.param([(40, 32), (40, 32), (48, 32)], id="10-10-12-blocks"),
     pytest.param([(8, 40)] * 70, id="70-cameras-of-4-blocks"),
+    pytest.param([(10, 40)] * 3, id="one-size-partial-tiles"),
 ])
 def test_gpu_cameras_found_by_their_blocks(rng, stream, shapes):
     subs = [fastmog.BackgroundSubtractorMOG2() for _ in shapes]
