@@ -269,8 +269,9 @@ __device__ __forceinline__ void update_pixel(const fm_mog2_params &p, const fm_m
     px.nmodes = nmodes;
 }
 
-// uint8 BGR frames, up to 5 modes, one frame, on Hopper: each thread asks L2 for
-// what the first round trip of the pixel some rows below it will read (its
+// uint8 BGR frames, up to 5 modes, one frame, on Hopper: each thread, once its
+// own loads are issued (asked before them, BGR gained less), asks L2 for what
+// the first round trip of the pixel some rows below it will read (its
 // weights, mode 0, count and sample), so that the block which takes that
 // pixel, started a little later, finds them there rather than in DRAM. The
 // rows are about 2/5 of the blocks the GPU holds at once (kBlocks a
