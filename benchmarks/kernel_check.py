@@ -29,7 +29,9 @@ def check_parity():
     for shape, dt, kw in [((67, 45), np.uint8, {}), ((33, 70, 3), np.uint8, {}),
                           ((20, 37, 4), np.uint8, {"n_mixtures": 4}), ((25, 31, 3), np.float32, {}),
                           ((40, 50), np.uint8, {"detect_shadows": False}),
-                          ((40, 50, 3), np.uint8, {"n_mixtures": 8, "var_threshold_gen": 4.0})]:
+                          ((40, 50, 3), np.uint8, {"n_mixtures": 8, "var_threshold_gen": 4.0}),
+                          # tall and narrow enough for BGR's prefetch_below to ask (cuda/mog2.cu)
+                          ((1100, 37, 3), np.uint8, {})]:
         base = rng.integers(0, 255, shape)
         frames = [np.clip(base + rng.normal(0, 25 if k % 3 else 60, shape), 0, 255).astype(dt)
                   for k in range(48)]
@@ -63,14 +65,15 @@ def check_parity():
         ref = cpu.apply_cameras(cs, fr, known_foreground=kn)
         s.synchronize()
         bad += sum(int(not (dl(m) == r).all()) for m, r in zip(masks, ref))
-    # uniform cameras
-    gs = [fastmog.BackgroundSubtractorMOG2() for _ in range(70)]
-    cs = [cpu.BackgroundSubtractorMOG2() for _ in range(70)]
-    for t in range(20):
-        fr = [rng.integers(0, 255, (24, 40, 3)).astype(np.uint8) for _ in gs]
-        masks = fastmog.apply_cameras(gs, fr, stream=s)
-        ref = cpu.apply_cameras(cs, fr)
-        bad += sum(int(not (dl(m) == r).all()) for m, r in zip(masks, ref))
+    # uniform cameras; the tall ones are where BGR's prefetch_below asks
+    for n, shape in ((70, (24, 40, 3)), (4, (900, 40, 3))):
+        gs = [fastmog.BackgroundSubtractorMOG2() for _ in range(n)]
+        cs = [cpu.BackgroundSubtractorMOG2() for _ in range(n)]
+        for t in range(20):
+            fr = [rng.integers(0, 255, shape).astype(np.uint8) for _ in gs]
+            masks = fastmog.apply_cameras(gs, fr, stream=s)
+            ref = cpu.apply_cameras(cs, fr)
+            bad += sum(int(not (dl(m) == r).all()) for m, r in zip(masks, ref))
     print("parity mismatches:", bad, flush=True)
 
 def gpu_ms(fn, n):
