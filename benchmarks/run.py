@@ -596,9 +596,6 @@ def measure_cameras(stream, data, floor_model, copy_bw, single_fraction, t):
     n = len(tall)
     floor = ms_of(floor_model["bytes"], CAMERAS * CAM_H * CAM_W, copy_bw)
 
-    def timed(call, repeats, after_warm):
-        return timed_after_warm(stream, call, repeats, after_warm)
-
     def row(item, ms, wall, note=""):
         fraction = floor / max(ms, wall)
         t.add("cameras", f"{CAMERAS} x {CAM_W}x{CAM_H} grey, {item}",
@@ -609,9 +606,10 @@ def measure_cameras(stream, data, floor_model, copy_bw, single_fraction, t):
     one = fastmog.BackgroundSubtractorMOG2()
     mask = fastmog.GpuMat((CAMERAS * CAM_H, CAM_W))
     counts = []
-    ms, wall = timed(lambda i: one.apply(tall[i % n], stream=stream, fgmask=mask),
-                     CAMERA_SETS_TIMED,
-                     lambda: counts.append(one.mode_counts().download(stream=stream)))
+    ms, wall = timed_after_warm(stream,
+                                lambda i: one.apply(tall[i % n], stream=stream, fgmask=mask),
+                                CAMERA_SETS_TIMED,
+                                lambda: counts.append(one.mode_counts().download(stream=stream)))
     differ = camera_counts_differ(counts[-1], floor_model["warm_counts"])
     row("one apply on the stacked tall frame", ms, wall,
         f"; mode counts after warm-up vs host: {differ} pixels differ")
@@ -625,7 +623,7 @@ def measure_cameras(stream, data, floor_model, copy_bw, single_fraction, t):
         for k in range(CAMERAS):
             subs[k].apply(views[i % n][k], stream=stream, fgmask=masks[k])
 
-    ms, wall = timed(separate, 20, None)
+    ms, wall = timed_after_warm(stream, separate, 20)
     row(f"{CAMERAS} separate apply calls", ms, wall)
     for s in subs:
         s.close()
@@ -636,10 +634,11 @@ def measure_cameras(stream, data, floor_model, copy_bw, single_fraction, t):
     else:
         subs = [fastmog.BackgroundSubtractorMOG2() for _ in range(CAMERAS)]
         out = tuple(masks)
-        ms, wall = timed(lambda i: fastmog.apply_cameras(subs, views[i % n], stream=stream,
-                                                         fgmasks=out), CAMERA_SETS_TIMED,
-                         lambda: counts.append(np.concatenate(
-                             [s.mode_counts().download(stream=stream) for s in subs])))
+        ms, wall = timed_after_warm(
+            stream, lambda i: fastmog.apply_cameras(subs, views[i % n], stream=stream,
+                                                    fgmasks=out), CAMERA_SETS_TIMED,
+            lambda: counts.append(np.concatenate(
+                [s.mode_counts().download(stream=stream) for s in subs])))
         differ = camera_counts_differ(counts[-1], floor_model["warm_counts"])
         row("one apply_cameras call", ms, wall, f"; {OPENCV_CUDA_CAMERAS:.3f} ms/set for 64 "
             f"calls of {OPENCV_CUDA}: {OPENCV_CUDA_CAMERAS / ms:.2f}x (target <= "
