@@ -349,11 +349,11 @@ __device__ __forceinline__ void run_pixel(const fm_mog2_params &p, const fm_mog2
     store_pixel(model, i, at, px);
 }
 
-// Blocks of 32x4 pixels (FM_MOG2_BLOCK_ROWS), a warp a row: a block's
-// resources are freed only when its slowest warp ends, and warps of
-// background pixels end early, so smaller blocks keep more warps at work
-// (32x8 -> 32x4: 2-5 % faster on the H200, 32x2 no faster again;
-// cuda/MOG2_NOTES.md, v11).
+// Blocks of 32x4 pixels (FM_MOG2_BLOCK_ROWS), four warps (which pixels each
+// takes: column_in_block and row_in_block below): a block's resources are
+// freed only when its slowest warp ends, and warps of background pixels end
+// early, so smaller blocks keep more warps at work (32x8 -> 32x4: 2-5 %
+// faster on the H200, 32x2 no faster again; cuda/MOG2_NOTES.md, v11).
 constexpr unsigned kBlockX = 32, kBlockY = FM_MOG2_BLOCK_ROWS;
 constexpr int kThreads = kBlockX * kBlockY;
 const dim3 kBlock(kBlockX, kBlockY);
@@ -387,13 +387,14 @@ template <int C, int M>
 constexpr int kMinBlocks =
     blocks_for(C == 1 ? (M <= 5 ? 1536 : 1024) : (C == 3 ? (M <= 5 ? 1152 : 1024) : 512));
 // A pass over several frames reuses each load for K frames, so it gains from
-// occupancy even at the cost of spills: grey at 1280 threads, BGR at 1152
-// (12 bytes spilled) and BGRA at 1024 were the fastest for K = 16 of those
-// tried (grey at 1536 spills 28 bytes and took 0.105 ms a frame against
-// 0.102, MOG2_NOTES v15); 8-mode BGR keeps 1024, as for one frame.
+// occupancy even at the cost of spills: grey at 1280 threads (12 bytes
+// spilled) was the fastest for K = 16 of those tried (at 1536, 36 bytes
+// spilled: 0.092 ms a frame against 0.091; at 1024, none: 0.096), BGR at
+// 1024 (no spill: 0.140 against 0.142 at 1152, 12 bytes spilled, and 0.141 at
+// 1280), both with warps in squares (H200, MOG2_NOTES v15 and v17); grey of
+// 8 modes takes 1280 too, BGRA and BGR of 8 modes 1024.
 template <int C, int M, int N>
-constexpr int kMinBlocksFor = N == 1 ? kMinBlocks<C, M>
-                                     : blocks_for(C == 1 ? 1280 : (C == 3 && M <= 5 ? 1152 : 1024));
+constexpr int kMinBlocksFor = N == 1 ? kMinBlocks<C, M> : blocks_for(C == 1 ? 1280 : 1024);
 
 template <int N>
 struct Pass {
@@ -401,21 +402,46 @@ struct Pass {
     int count;
 };
 
+// Which pixel of its block a thread takes. One frame: warp w (threadIdx.y)
+// takes row w, so each of its loads touches one 128-byte line. A pass over
+// several frames: warp w takes the w-th column of 8x4 pixels, lane l pixel
+// (l % 8, l / 8) of it. A pass's warp takes the short path only when all its
+// pixels fit_first, and the pixels that do not gather where something moves:
+// on the road scene 61 % of 8x4 squares of pixels fit_first throughout
+// against 50 % of rows of 32 (host count, frames 200-215 of the traffic
+// clip), and K=16 passes took 0.091 ms a 4K frame (grey) and 0.141 (BGR)
+// against 0.102 and 0.156. One frame in squares was 9-16 % slower (0.200 ms
+// grey, 0.302 BGR): its loads touch four lines a warp (H200,
+// cuda/MOG2_NOTES.md, v17).
+constexpr unsigned kSquare = 8;
+static_assert(kBlockX / kSquare == kBlockY && kSquare * kBlockY == 32,
+              "a block of 32x4 is four warps of 8x4");
+template <bool kPass>
+__device__ __forceinline__ unsigned column_in_block()
+{
+    return kPass ? threadIdx.y * kSquare + threadIdx.x % kSquare : threadIdx.x;
+}
+template <bool kPass>
+__device__ __forceinline__ unsigned row_in_block()
+{
+    return kPass ? threadIdx.x / kSquare : threadIdx.y;
+}
+
 // __grid_constant__: the tables are read where the launch put them (indexed
 // by frame or camera at run time) instead of being copied per thread.
 template <int C, int M, typename T, int N>
 __global__ void __launch_bounds__(kThreads, kMinBlocksFor<C, M, N>)
 mog2_apply_kernel(fm_mog2_params params, fm_mog2_model model, const __grid_constant__ Pass<N> pass)
 {
-    const int x = blockIdx.x * kBlockX + threadIdx.x;
-    const int y = blockIdx.y * kBlockY + threadIdx.y;
+    constexpr bool kPass = N > 1;
+    const int x = (int)(blockIdx.x * kBlockX + column_in_block<kPass>());
+    const int y = (int)(blockIdx.y * kBlockY + row_in_block<kPass>());
     if (x >= model.width || y >= model.height)
         return;
     // Several frames: every mode read at the start, and grey warps whose
     // pixels all fit_first take the short path (BGR was slower with it:
-    // spilling in v11, 0.163 ms a frame against 0.156 in v15;
-    // cuda/MOG2_NOTES.md).
-    constexpr bool kPass = N > 1;
+    // spilling in v11, 0.163 ms a frame against 0.156 in v15, and 0.145
+    // against 0.141 in squares in v17; cuda/MOG2_NOTES.md).
     run_pixel<C, M, T, kMinBlocksFor<C, M, N>, kPass, kPass && C == 1>(
         params, model, pass.frame, kPass ? pass.count : 1, x, y);
 }

@@ -109,6 +109,21 @@ def test_gpu_batch_on_real_sequences(data_dir, stream, case):
     assert trio.batch.frame_count == limit
 
 
+@pytest.mark.parametrize("colour", ["grey", "bgr"])
+def test_gpu_batch_squares_cut_by_the_frame_edges(data_dir, stream, colour):
+    # A pass's warps take squares of 8x4 pixels (cuda/mog2.cu); cut to 237x301
+    # the clip leaves squares of 5 columns at the right edge and of 1 row at
+    # the bottom, whose pixels mostly fit their first mode (the short path).
+    frames = [np.ascontiguousarray(convert(f, colour, np.uint8)[:237, :301])
+              for f in iter_frames(data_dir, "traffic", 48)]
+    assert len(frames) == 48
+    trio = GpuTrio({}, stream)
+    for j, start in enumerate(range(0, 48, 16)):
+        chunk = frames[start:start + 16]
+        trio.step(device_forms(chunk, j, stream), chunk)
+    trio.check_model()
+
+
 @pytest.mark.parametrize(("k", "channels", "dtype", "shadows"), [
     pytest.param(*p, id=f"K{p[0]}-{p[1]}ch-{np.dtype(p[2]).name}-{'shadows' if p[3] else 'noshadows'}")
     for p in RANDOM])
