@@ -96,9 +96,11 @@ static inline fm_mog2_rates fm_mog2_make_rates(const fm_mog2_params *p,
  *     then, slot by slot, each lane's variance and C means together
  *     (FM_MOG2_SLOT_FLOATS(C) = 1 + C floats, f = 0 the variance, 1 + c
  *     the mean of channel c):     K * TILE + (k * TILE + l) * (1 + C) + f
- * A warp's 32 pixels read one slot's weights, or its variances and means,
- * as one contiguous run of memory (coalesced; two runs where the width is
- * not a multiple of 32), and every field is a constant offset from one of
+ * A warp of one frame's kernel (a row of 32 pixels) reads one slot's
+ * weights, or its variances and means, as one contiguous run of memory
+ * (coalesced; two runs where the width is not a multiple of 32; a pass's
+ * warp of 8x4 pixels reads four runs, one a row, once a pass: cuda/mog2.cu,
+ * column_in_block), and every field is a constant offset from one of
  * the pixel's two addresses (cuda/MOG2_NOTES.md, v12 and v13). A pixel that
  * misses slot 0 reads the slots past it, while its neighbours may not: its
  * variance and means together fill its share of a 32-byte sector (2 lanes
