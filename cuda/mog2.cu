@@ -408,11 +408,11 @@ struct Pass {
 // (l % 8, l / 8) of it. A pass's warp takes the short path only when all its
 // pixels fit_first, and the pixels that do not gather where something moves:
 // on the road scene 61 % of 8x4 squares of pixels fit_first throughout
-// against 50 % of rows of 32 (host count, frames 200-215 of the traffic
-// clip), and K=16 passes took 0.091 ms a 4K frame (grey) and 0.141 (BGR)
-// against 0.102 and 0.156. One frame in squares was 9-16 % slower (0.200 ms
-// grey, 0.302 BGR): its loads touch four lines a warp (H200,
-// cuda/MOG2_NOTES.md, v17).
+// against 50 % of rows of 32 (benchmarks/warp_shapes.py, frames 200-215 of
+// the traffic clip), and K=16 passes took 0.091 ms a 4K frame (grey) and
+// 0.141 (BGR) against 0.102 and 0.156. One frame in squares was 9-16 %
+// slower (0.200 ms grey, 0.302 BGR): its loads touch four lines a warp
+// (H200, cuda/MOG2_NOTES.md, v17).
 constexpr unsigned kSquare = 8;
 static_assert(kBlockX / kSquare == kBlockY && kSquare * kBlockY == 32,
               "a block of 32x4 is four warps of 8x4");
